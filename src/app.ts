@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import qs from 'qs';
+import type { Config } from './config.ts';
+import type { Context } from './context.ts';
+import { connectDatabase, type DbHandle } from './db/connect.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { EventBus } from './events/bus.ts';
+import { validateEnabledOperations } from './http/disabled.ts';
+import { ErrorEnvelope } from './http/envelope.ts';
+import { installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import accessPlugin from './modules/auth/access.plugin.ts';
+import { modules } from './modules/index.ts';
+import metricsPlugin from './plugins/metrics.plugin.ts';
+import openapiPlugin from './plugins/openapi.plugin.ts';
+
+/** Options of buildApp beyond the configuration. */
+export interface BuildOptions {
+  /** An already open database (tests share one per file); otherwise DATABASE_URL is opened and closed with the app. */
+  handle?: DbHandle;
+  /** Skip migrations (the caller ran them). */
+  skipMigrations?: boolean;
+  /** Pino options or false; defaults to JSON logs at LOG_LEVEL. */
+  logger?: boolean | object;
+}
+
+const QS_OPTIONS: qs.IParseOptions = {
+  depth: 3,
+  arrayLimit: 100,
+  parameterLimit: 300,
+  allowPrototypes: false,
+  duplicates: 'combine',
+};
+
+/** Parses a query string or form body with nested keys (`filterby[p][op]=v`), bounded in depth and size. */
+export function parseNested(text: string): Record<string, unknown> {
+  return qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Builds the Fastify app: plugins in order external -> infra -> modules, then the 404/405 and error handlers. */
+export async function buildApp(
+  config: Config,
+  options: BuildOptions = {},
+): Promise<{ app: FastifyInstance; ctx: Context }> {
+  validateEnabledOperations(config.ENABLED_OPERATIONS);
+  const handle =
+    options.handle ??
+    connectDatabase(config.DATABASE_URL, { synchronous: config.SQLITE_SYNCHRONOUS, poolSize: 10 });
+  if (!options.skipMigrations) await migrateToLatest(handle.db, handle.dialect);
+  const ctx: Context = { db: handle.db, dialect: handle.dialect, config, bus: new EventBus() };
+  for (const m of modules) m.subscribe?.(ctx);
+
+  const app = Fastify({
+    logger:
+      options.logger === undefined
+        ? { level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'req.headers.cookie'] }
+        : options.logger,
+    bodyLimit: 1024 * 1024,
+    trustProxy: config.TRUST_PROXY,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    routerOptions: { querystringParser: parseNested, maxParamLength: 200 },
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true, useDefaults: true },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => done(null, parseNested(body as string)),
+  );
+
+  app.addHook('onRoute', (route) => {
+    // Every documented operation lists the error envelope, so clients and the OpenAPI document see its shape.
+    if (!route.schema || route.schema.hide) return;
+    const response = (route.schema.response ?? {}) as Record<string, unknown>;
+    route.schema.response = { ...response, '4xx': ErrorEnvelope, '5xx': ErrorEnvelope };
+  });
+  installErrorHandler(app);
+  installNotFoundHandler(app);
+  if (config.CORS_ORIGINS.length > 0) await app.register(cors, { origin: config.CORS_ORIGINS });
+  await app.register(openapiPlugin);
+  await app.register(metricsPlugin);
+  await app.register(accessPlugin, { ctx });
+  for (const m of modules) if (m.routes) await app.register(m.routes, { ctx });
+
+  if (!options.handle) app.addHook('onClose', async () => handle.db.destroy());
+  return { app, ctx };
+}

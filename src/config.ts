@@ -1,0 +1,208 @@
+import { readFileSync } from 'node:fs';
+
+/** One configuration variable: its default, meaning and parser. */
+interface VariableSpec<T> {
+  default: string | undefined;
+  description: string;
+  parse: (raw: string) => T;
+}
+
+/** Raised for a bad environment variable; the message names the variable. */
+export class ConfigError extends Error {}
+
+const int =
+  (min: number, max: number) =>
+  (raw: string): number => {
+    if (!/^-?\d+$/.test(raw.trim())) throw new Error(`must be a whole number from ${min} to ${max}`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new Error(`must be a whole number from ${min} to ${max}`);
+    return n;
+  };
+
+const bool = (raw: string): boolean => {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  throw new Error('must be true or false');
+};
+
+const text = (raw: string): string => raw;
+const optional = (raw: string): string | undefined => (raw === '' ? undefined : raw);
+const list = (raw: string): string[] =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+const databaseUrl = (raw: string): string => {
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(raw)) {
+    throw new Error(
+      'must start with sqlite: (for example sqlite:./data/social.db or sqlite::memory:) or postgres://',
+    );
+  }
+  return raw;
+};
+
+const redisUrl = (raw: string): string | undefined => {
+  if (raw === '') return undefined;
+  if (!/^rediss?:\/\//.test(raw)) throw new Error('must start with redis:// or rediss://');
+  return raw;
+};
+
+const logLevel = (raw: string): string => {
+  const levels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+  if (!levels.includes(raw)) throw new Error(`must be one of ${levels.join(', ')}`);
+  return raw;
+};
+
+const synchronous = (raw: string): 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA' => {
+  const v = raw.toUpperCase();
+  if (v !== 'OFF' && v !== 'NORMAL' && v !== 'FULL' && v !== 'EXTRA') {
+    throw new Error('must be OFF, NORMAL, FULL or EXTRA');
+  }
+  return v;
+};
+
+const bootstrapClient = (raw: string): { id: string; secret: string } | undefined => {
+  if (raw === '') return undefined;
+  const i = raw.indexOf(':');
+  if (i < 1 || i === raw.length - 1) throw new Error('must be CLIENT_ID:CLIENT_SECRET');
+  const id = raw.slice(0, i);
+  const secret = raw.slice(i + 1);
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(id))
+    throw new Error('client id may hold letters, digits, . _ - (1-100)');
+  if (secret.length < 8) throw new Error('client secret must have at least 8 characters');
+  return { id, secret };
+};
+
+/** Every environment variable the service reads, with its default and meaning (the docs are generated from this). */
+export const variables = {
+  HOST: { default: '127.0.0.1', description: 'Address the HTTP server listens on.', parse: text },
+  PORT: { default: '3000', description: 'TCP port of the HTTP server.', parse: int(0, 65535) },
+  DATABASE_URL: {
+    default: 'sqlite:./data/social.db',
+    description:
+      'sqlite:PATH for the embedded database (sqlite::memory: for a throw-away one) or postgres://USER@HOST:PORT/DB.',
+    parse: databaseUrl,
+  },
+  REDIS_URL: {
+    default: '',
+    description:
+      'redis://HOST:PORT. When set, rate-limit counters are shared across processes; unset keeps them in-process.',
+    parse: redisUrl,
+  },
+  LOG_LEVEL: {
+    default: 'info',
+    description: 'pino log level (fatal, error, warn, info, debug, trace, silent).',
+    parse: logLevel,
+  },
+  ENABLED_OPERATIONS: {
+    default: '',
+    description:
+      'Comma list of operations that are disabled by default to switch on (tags.create, tags.update, tags.delete, tag-associations.create, tag-associations.update, tag-associations.delete), or all.',
+    parse: list,
+  },
+  KARMA_RULES: {
+    default: '',
+    description: 'Path of a JSON file overriding the karma rules.',
+    parse: optional,
+  },
+  RATE_LIMIT_PER_MINUTE: {
+    default: '600',
+    description: 'Requests per minute per token (or per address without one).',
+    parse: int(1, 1_000_000),
+  },
+  LOGIN_FAILURES_PER_MINUTE: {
+    default: '10',
+    description: 'Failed password grants per minute per account and per client address.',
+    parse: int(1, 100_000),
+  },
+  PAGE_LIMIT_MAX: {
+    default: '100',
+    description: 'Largest accepted `limit` on lists and searches.',
+    parse: int(1, 1000),
+  },
+  SEARCH_MAX_OFFSET: {
+    default: '10000',
+    description: 'Largest accepted offset on searches.',
+    parse: int(0, 1_000_000),
+  },
+  MEDIA_DIR: {
+    default: './data/media',
+    description: 'Folder where uploaded media files are stored.',
+    parse: text,
+  },
+  MEDIA_MAX_BYTES: {
+    default: '10485760',
+    description: 'Largest accepted media upload in bytes.',
+    parse: int(1, 1 << 30),
+  },
+  TRUST_PROXY: {
+    default: 'false',
+    description: 'Trust X-Forwarded-For from a proxy in front of the service (true/false).',
+    parse: bool,
+  },
+  CORS_ORIGINS: {
+    default: '',
+    description: 'Comma list of origins allowed by CORS (empty: none).',
+    parse: list,
+  },
+  BOOTSTRAP_CLIENT: {
+    default: '',
+    description: 'CLIENT_ID:CLIENT_SECRET of a first-party client created or updated at start.',
+    parse: bootstrapClient,
+  },
+  SQLITE_SYNCHRONOUS: {
+    default: 'FULL',
+    description: 'SQLite synchronous mode; FULL makes acknowledged writes survive power loss.',
+    parse: synchronous,
+  },
+  ACCESS_TOKEN_TTL_SECONDS: {
+    default: '3600',
+    description: 'Lifetime of access tokens.',
+    parse: int(1, 86_400 * 30),
+  },
+  REFRESH_TOKEN_TTL_SECONDS: {
+    default: '2592000',
+    description: 'Lifetime of refresh tokens.',
+    parse: int(1, 86_400 * 365),
+  },
+  WORKERS: {
+    default: '1',
+    description: 'Number of API processes started by `npm start` on one machine.',
+    parse: int(1, 64),
+  },
+} satisfies Record<string, VariableSpec<unknown>>;
+
+type Variables = typeof variables;
+
+/** The validated configuration, one key per environment variable. */
+export type Config = { [K in keyof Variables]: ReturnType<Variables[K]['parse']> };
+
+/** Reads and validates the configuration; overrides win over the environment. Throws ConfigError naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const out: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(variables) as [string, VariableSpec<unknown>][]) {
+    if (name in overrides) {
+      out[name] = overrides[name as keyof Config];
+      continue;
+    }
+    const raw = env[name] ?? spec.default ?? '';
+    try {
+      out[name] = spec.parse(raw);
+    } catch (err) {
+      throw new ConfigError(
+        `Invalid environment variable ${name}=${JSON.stringify(raw)}: ${(err as Error).message}`,
+      );
+    }
+  }
+  const config = out as Config;
+  if (config.KARMA_RULES) {
+    try {
+      readFileSync(config.KARMA_RULES, 'utf8');
+    } catch {
+      throw new ConfigError(`Invalid environment variable KARMA_RULES: cannot read ${config.KARMA_RULES}`);
+    }
+  }
+  return config;
+}

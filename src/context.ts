@@ -1,0 +1,12 @@
+import type { Kysely } from 'kysely';
+import type { Config } from './config.ts';
+import type { Database, Dialect } from './db/database.ts';
+import type { EventBus } from './events/bus.ts';
+
+/** What services need: the database, its engine, the configuration and the event bus. */
+export interface Context {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  config: Config;
+  bus: EventBus;
+}

@@ -1,0 +1,54 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Database, Dialect } from './database.ts';
+import { NodeSqliteDatabase } from './sqlite-driver.ts';
+
+/** An open database with the engine it runs on. */
+export interface DbHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** The SQLite file path, or undefined for PostgreSQL and in-memory databases. */
+  sqlitePath: string | undefined;
+}
+
+const TIMESTAMPTZ = 1184;
+const INT8 = 20;
+// Both engines hand timestamps to the services as ISO 8601 UTC strings and counts as numbers.
+pg.types.setTypeParser(TIMESTAMPTZ, (v) => new Date(v).toISOString());
+pg.types.setTypeParser(INT8, (v) => Number(v));
+
+/** Options shared by both engines. */
+export interface ConnectOptions {
+  synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA';
+  poolSize?: number;
+  statementTimeoutMs?: number;
+}
+
+/** Opens the database named by a DATABASE_URL (sqlite:PATH or postgres://...). */
+export function connectDatabase(url: string, options: ConnectOptions = {}): DbHandle {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length) || ':memory:';
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const database = new NodeSqliteDatabase({ path, synchronous: options.synchronous ?? 'FULL' });
+    return {
+      db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }),
+      dialect: 'sqlite',
+      sqlitePath: path === ':memory:' ? undefined : path,
+    };
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    statement_timeout: options.statementTimeoutMs ?? 10_000,
+    connectionTimeoutMillis: 5_000,
+  });
+  // An idle client that loses its server must not crash the process; the next query reports it.
+  pool.on('error', () => {});
+  return {
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+    dialect: 'postgres',
+    sqlitePath: undefined,
+  };
+}

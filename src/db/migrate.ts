@@ -1,0 +1,22 @@
+import type { Kysely } from 'kysely';
+import { type Migration, Migrator } from 'kysely/migration';
+import type { Database, Dialect } from './database.ts';
+import { coreMigration } from './migrations/0001-core.ts';
+
+/** The ordered list of migrations for an engine. */
+export function migrationsFor(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001-core': coreMigration(dialect),
+  };
+}
+
+/** Brings the schema up to date (Kysely's migrator locks, so concurrent starts are safe); returns what ran. */
+export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrationsFor(dialect) },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

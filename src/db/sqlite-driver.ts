@@ -1,0 +1,88 @@
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { SqliteDatabase, SqliteStatement } from 'kysely';
+
+/** Options of the embedded database connection. */
+export interface SqliteOptions {
+  path: string;
+  synchronous: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA';
+  busyTimeoutMs?: number;
+  readOnly?: boolean;
+}
+
+const CACHE_SIZE = 500;
+
+/** Binds values the way the rest of the code expects: dates as ISO text, booleans as 1/0, undefined as NULL. */
+function bindable(value: unknown): unknown {
+  if (value === undefined) return null;
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  return value;
+}
+
+function bindAll(parameters: ReadonlyArray<unknown>): unknown[] {
+  return parameters.map(bindable);
+}
+
+/** Null-prototype rows from node:sqlite become plain objects, so they serialize and compare like pg rows. */
+function plain(row: unknown): unknown {
+  return row === undefined ? row : { ...(row as object) };
+}
+
+class CachedStatement implements SqliteStatement {
+  readonly reader: boolean;
+  readonly #stmt: StatementSync;
+
+  constructor(stmt: StatementSync) {
+    this.#stmt = stmt;
+    this.reader = stmt.columns().length > 0;
+  }
+
+  all(parameters: ReadonlyArray<unknown>): unknown[] {
+    return this.#stmt.all(...(bindAll(parameters) as never[])).map(plain);
+  }
+
+  run(parameters: ReadonlyArray<unknown>) {
+    const r = this.#stmt.run(...(bindAll(parameters) as never[]));
+    return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+  }
+
+  *iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
+    for (const row of this.#stmt.iterate(...(bindAll(parameters) as never[]))) yield plain(row);
+  }
+}
+
+/** node:sqlite behind Kysely's SqliteDatabase interface, with a prepared-statement cache. */
+export class NodeSqliteDatabase implements SqliteDatabase {
+  readonly raw: DatabaseSync;
+  readonly #cache = new Map<string, CachedStatement>();
+
+  constructor(options: SqliteOptions) {
+    this.raw = new DatabaseSync(options.path, { readOnly: options.readOnly ?? false });
+    this.raw.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    if (!options.readOnly) this.raw.exec('PRAGMA journal_mode = WAL');
+    this.raw.exec(`PRAGMA synchronous = ${options.synchronous}`);
+    this.raw.exec('PRAGMA foreign_keys = ON');
+  }
+
+  prepare(sql: string): SqliteStatement {
+    let stmt = this.#cache.get(sql);
+    if (stmt) {
+      // Refresh recency so the cache evicts the least recently used statement.
+      this.#cache.delete(sql);
+      this.#cache.set(sql, stmt);
+      return stmt;
+    }
+    stmt = new CachedStatement(this.raw.prepare(sql));
+    this.#cache.set(sql, stmt);
+    if (this.#cache.size > CACHE_SIZE) {
+      const oldest = this.#cache.keys().next().value;
+      if (oldest !== undefined) this.#cache.delete(oldest);
+    }
+    return stmt;
+  }
+
+  close(): void {
+    this.#cache.clear();
+    if (this.raw.isOpen) this.raw.close();
+  }
+}

@@ -1,0 +1,60 @@
+import type { Db } from '../db/database.ts';
+
+/** Names of the domain events every write emits. */
+export const EVENT_NAMES = [
+  'postCreated',
+  'postUpdated',
+  'postDeleted',
+  'commentCreated',
+  'commentUpdated',
+  'commentDeleted',
+  'mediaCreated',
+  'mediaDeleted',
+  'networkCreated',
+  'networkDeleted',
+  'connectionConfirmed',
+  'connectionDeleted',
+  'emotionCreated',
+  'emotionDeleted',
+  'messageCreated',
+  'userDeleted',
+] as const;
+
+/** One of the domain event names. */
+export type EventName = (typeof EVENT_NAMES)[number];
+
+/** Kinds of item an event can be about. */
+export type TargetType = 'user' | 'network' | 'post' | 'comment' | 'media' | 'messages' | 'connection';
+
+/** A domain event: who did what to which item. Subscribers load anything else they need through `trx`. */
+export interface DomainEvent {
+  name: EventName;
+  /** The user who caused the event. */
+  actorUuid: string;
+  targetUuid: string;
+  targetType: TargetType;
+  /** Event-specific facts the target row no longer holds (e.g. the other side of a connection, the reacted content's author). */
+  data?: Record<string, string | number | null>;
+}
+
+/** A subscriber runs inside the writer's transaction; throwing rolls the whole write back. */
+export type Subscriber = (trx: Db, event: DomainEvent) => Promise<void>;
+
+/** In-process domain event bus: subscribers run in order, in the caller's transaction. */
+export class EventBus {
+  readonly #subscribers = new Map<EventName, Subscriber[]>();
+
+  /** Registers a subscriber for some events. */
+  on(names: readonly EventName[], subscriber: Subscriber): void {
+    for (const name of names) {
+      const list = this.#subscribers.get(name) ?? [];
+      list.push(subscriber);
+      this.#subscribers.set(name, list);
+    }
+  }
+
+  /** Runs every subscriber of the event inside `trx`; the writer must call this before its transaction commits. */
+  async emit(trx: Db, event: DomainEvent): Promise<void> {
+    for (const subscriber of this.#subscribers.get(event.name) ?? []) await subscriber(trx, event);
+  }
+}

@@ -1,0 +1,259 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { nowSeconds } from './envelope.ts';
+import { ApiError, type ErrorDetail } from './errors.ts';
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+const CONTEXT_PREFIX: Record<string, string> = { body: '', querystring: '', params: '', headers: 'header ' };
+
+function fieldOf(e: AjvError): string {
+  const path = e.instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((p, i) => (i === 0 ? p : `[${p}]`))
+    .join('');
+  if (e.keyword === 'required')
+    return path ? `${path}[${e.params.missingProperty}]` : String(e.params.missingProperty);
+  if (e.keyword === 'additionalProperties') {
+    const extra = String(e.params.additionalProperty);
+    return path ? `${path}[${extra}]` : extra;
+  }
+  return path || '(root)';
+}
+
+function messageOf(e: AjvError): string {
+  switch (e.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return 'is not an accepted parameter here; check the spelling against the API reference (/docs)';
+    case 'enum':
+      return `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`;
+    case 'type':
+      return `must be ${e.params.type === 'integer' ? 'a whole number' : `of type ${e.params.type}`} (a parameter given twice is not accepted)`;
+    case 'format':
+      return `must be a valid ${e.params.format}`;
+    case 'minLength':
+      return `must have at least ${e.params.limit} characters`;
+    case 'maxLength':
+      return `must have at most ${e.params.limit} characters`;
+    case 'minimum':
+      return `must be at least ${e.params.limit}`;
+    case 'maximum':
+      return `must be at most ${e.params.limit}`;
+    case 'pattern':
+      return 'has characters that are not allowed here';
+    default:
+      return e.message ?? 'is not valid';
+  }
+}
+
+/** Turns Ajv's validation errors into field details that say how to fix each. */
+export function validationDetails(errors: AjvError[], context: string | undefined): ErrorDetail[] {
+  const prefix = CONTEXT_PREFIX[context ?? ''] ?? '';
+  const seen = new Set<string>();
+  const out: ErrorDetail[] = [];
+  for (const e of errors) {
+    // anyOf/oneOf wrappers repeat what their branches said.
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    const detail = { field: prefix + fieldOf(e), message: messageOf(e) };
+    const key = `${detail.field}|${detail.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(detail);
+  }
+  return out.slice(0, 20);
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown
+  '57P03', // cannot_connect_now
+  '57014', // statement timeout / query_canceled
+  '53300', // too_many_connections
+  '53100', // disk_full
+  '08000',
+  '08003',
+  '08006',
+  '40001', // serialization_failure
+  '40P01', // deadlock
+  'ERR_SQLITE_ERROR',
+]);
+
+function isUnavailable(err: { code?: unknown; errcode?: unknown; message?: string }): boolean {
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (UNAVAILABLE_CODES.has(code) && code !== 'ERR_SQLITE_ERROR') return true;
+  if (code === 'ERR_SQLITE_ERROR') {
+    // SQLITE_BUSY (5), SQLITE_FULL (13), SQLITE_IOERR (10), SQLITE_LOCKED (6), SQLITE_CANTOPEN (14).
+    return [5, 6, 10, 13, 14].includes(Number(err.errcode) & 0xff);
+  }
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+    err.message ?? '',
+  );
+}
+
+/** Builds the error envelope. */
+export function errorBody(code: string, message: string, requestId: string, details?: ErrorDetail[]) {
+  return {
+    status: 'ERROR' as const,
+    error: { code, message, request_id: requestId, ...(details && details.length > 0 ? { details } : {}) },
+    timestamp: nowSeconds(),
+  };
+}
+
+/** Every error becomes the envelope; anything unexpected is a logged 500 that leaks nothing. */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler(
+    (error: FastifyError & { validation?: AjvError[] }, request: FastifyRequest, reply: FastifyReply) => {
+      if (error instanceof ApiError) {
+        for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
+        if (error.statusCode >= 500) request.log.warn({ code: error.code }, error.message);
+        return reply
+          .status(error.statusCode)
+          .send(errorBody(error.code, error.message, request.id, error.details));
+      }
+      if (error.validation) {
+        const details = validationDetails(error.validation, error.validationContext);
+        const message = `The request is not valid: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`;
+        return reply.status(400).send(errorBody('invalid_request', message, request.id, details));
+      }
+      switch (error.code) {
+        case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        case 'FST_REQ_FILE_TOO_LARGE':
+        case 'FST_FILES_LIMIT':
+          return reply
+            .status(413)
+            .send(
+              errorBody(
+                'payload_too_large',
+                'The request body is larger than this operation accepts.',
+                request.id,
+              ),
+            );
+        case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+          return reply
+            .status(415)
+            .send(
+              errorBody(
+                'unsupported_media_type',
+                'Send the body as application/json or application/x-www-form-urlencoded (multipart/form-data for media uploads).',
+                request.id,
+              ),
+            );
+        case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        case 'FST_ERR_CTP_EMPTY_TYPE':
+        case 'FST_ERR_CTP_INVALID_TYPE':
+          return reply
+            .status(400)
+            .send(
+              errorBody(
+                'invalid_request',
+                `The request body could not be read: ${error.message}`,
+                request.id,
+              ),
+            );
+        case 'FST_ERR_BAD_URL':
+        case 'FST_ERR_ASYNC_CONSTRAINT':
+          return reply.status(400).send(errorBody('invalid_request', 'The URL is malformed.', request.id));
+      }
+      if (error.statusCode === 429) {
+        return reply
+          .status(429)
+          .send(
+            errorBody(
+              'rate_limited',
+              'Too many requests; wait for the time in Retry-After and try again.',
+              request.id,
+            ),
+          );
+      }
+      if (error instanceof SyntaxError || error.statusCode === 400) {
+        return reply
+          .status(400)
+          .send(errorBody('invalid_request', 'The request could not be parsed.', request.id));
+      }
+      if (isUnavailable(error as never)) {
+        request.log.error({ err: error }, 'storage unavailable');
+        reply.header('retry-after', '1');
+        return reply
+          .status(503)
+          .send(
+            errorBody(
+              'unavailable',
+              'The service is temporarily unavailable; retry in a moment.',
+              request.id,
+            ),
+          );
+      }
+      request.log.error({ err: error }, 'unhandled error');
+      return reply
+        .status(500)
+        .send(
+          errorBody(
+            'internal_error',
+            'Something went wrong on our side. Quote the request_id when you report it.',
+            request.id,
+          ),
+        );
+    },
+  );
+}
+
+/** Unknown paths answer 404 not_found; known paths with another method 405 with Allow. */
+export function installNotFoundHandler(app: FastifyInstance): void {
+  const patterns: { re: RegExp; methods: Set<string> }[] = [];
+  app.addHook('onRoute', (route) => {
+    if (route.url === '*' || route.url === '/*') return;
+    const source = route.url
+      .split('/')
+      .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/');
+    const re = new RegExp(`^${source}/?$`);
+    let entry = patterns.find((p) => p.re.source === re.source);
+    if (!entry) {
+      entry = { re, methods: new Set() };
+      patterns.push(entry);
+    }
+    for (const m of Array.isArray(route.method) ? route.method : [route.method]) entry.methods.add(m);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = (request.raw.url ?? '/').split('?')[0] ?? '/';
+    const allowed = new Set<string>();
+    for (const p of patterns) if (p.re.test(path)) for (const m of p.methods) allowed.add(m);
+    if (allowed.size > 0) {
+      const allow = [...allowed].sort().join(', ');
+      reply.header('allow', allow);
+      return reply
+        .status(405)
+        .send(
+          errorBody(
+            'method_not_allowed',
+            `${request.method} is not allowed on ${path}; allowed: ${allow}.`,
+            request.id,
+          ),
+        );
+    }
+    return reply
+      .status(404)
+      .send(
+        errorBody(
+          'not_found',
+          `No operation at ${request.method} ${path}. The API reference is at /docs.`,
+          request.id,
+        ),
+      );
+  });
+}

@@ -1,0 +1,290 @@
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import { Type } from 'typebox';
+import { ApiError, type ErrorDetail } from './errors.ts';
+import { resolveWindow, type Window } from './paging.ts';
+
+/** Kind of a listable property; decides how a filter value is parsed and which operators apply. */
+export type PropertyType = 'uuid' | 'string' | 'integer' | 'datetime' | 'enum';
+
+/** One whitelisted property of a listed resource, mapped to a trusted column name. */
+export interface PropertySpec {
+  column: string;
+  type: PropertyType;
+  values?: readonly string[];
+  /** Column compared by eq, ne and like instead of `column` (a normalized key), with the value normalized alike. */
+  keyColumn?: string;
+  normalize?: (value: string) => string;
+}
+
+/** The whitelist of a resource: property name to its spec. */
+export type Whitelist = Record<string, PropertySpec>;
+
+/** Comparison operators of filterby. */
+export const OPERATORS = { eq: '=', gt: '>', ge: '>=', lt: '<', le: '<=', ne: '<>', like: 'like' } as const;
+type Operator = keyof typeof OPERATORS;
+
+/** A parsed, validated list request: nothing in it is raw request text except bound values. */
+export interface ListQuery extends Window {
+  sort: { column: string; direction: 'asc' | 'desc' }[];
+  filters: { column: string; op: Operator; value: string | number }[];
+  uuids: string[] | undefined;
+}
+
+export const MAX_FILTERS = 10;
+export const MAX_SORTS = 5;
+export const MAX_UUIDS = 100;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Query-string schema of sortby, filterby and uuids, for route schemas (parsed further by parseListQuery). */
+export function listQuerySchema(whitelist: Whitelist) {
+  const names = Object.keys(whitelist).join(', ');
+  return {
+    sortby: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: `sortby[PROPERTY]=asc|desc, several allowed, applied in order; properties: ${names}.`,
+      }),
+    ),
+    filterby: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: `filterby[PROPERTY][OP]=VALUE with OP in eq, gt, ge, lt, le, ne, like (filterby[PROPERTY]=VALUE means eq); properties: ${names}.`,
+      }),
+    ),
+    uuids: Type.Optional(
+      Type.Union([Type.String(), Type.Array(Type.String())], {
+        description:
+          'uuids to fetch (array or comma-separated, at most 100); all other filters are then ignored.',
+      }),
+    ),
+  };
+}
+
+/** Splits an array-or-comma-list parameter into trimmed uuids, validating each. */
+export function parseUuidList(field: string, raw: unknown, details: ErrorDetail[]): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const items: unknown[] = Array.isArray(raw) ? raw : [raw];
+  if (!items.every((v) => typeof v === 'string')) {
+    details.push({ field, message: 'must be uuid strings, as an array or comma-separated' });
+    return undefined;
+  }
+  const out: string[] = [];
+  for (const p of (items as string[]).flatMap((v) => v.split(','))) {
+    const v = p.trim();
+    if (v === '') continue;
+    if (!UUID_RE.test(v)) {
+      details.push({ field, message: `${JSON.stringify(v.slice(0, 60))} is not a uuid` });
+      return undefined;
+    }
+    out.push(v.toLowerCase());
+  }
+  if (out.length > MAX_UUIDS) {
+    details.push({ field, message: `at most ${MAX_UUIDS} uuids` });
+    return undefined;
+  }
+  return [...new Set(out)];
+}
+
+function parseValue(name: string, spec: PropertySpec, op: Operator, raw: unknown, details: ErrorDetail[]) {
+  const field = `filterby[${name}][${op}]`;
+  if (typeof raw !== 'string') {
+    details.push({ field, message: 'give one value (a repeated or nested value is not accepted)' });
+    return undefined;
+  }
+  if (raw.length > 200) {
+    details.push({ field, message: 'a value may have at most 200 characters' });
+    return undefined;
+  }
+  if (op === 'like') {
+    if (spec.type !== 'string' && spec.type !== 'uuid' && spec.type !== 'enum') {
+      details.push({ field, message: `like applies to text properties; ${name} is ${spec.type}` });
+      return undefined;
+    }
+    if (/(^|[^\\])(\\\\)*\\$/.test(raw)) {
+      details.push({
+        field,
+        message: 'the pattern ends with a lone \\ ; write \\\\ for a literal backslash',
+      });
+      return undefined;
+    }
+    return spec.normalize ? spec.normalize(raw) : raw.toLowerCase();
+  }
+  switch (spec.type) {
+    case 'integer': {
+      if (!/^-?\d{1,15}$/.test(raw)) {
+        details.push({
+          field,
+          message: `${name} is a whole number; got ${JSON.stringify(raw.slice(0, 40))}`,
+        });
+        return undefined;
+      }
+      return Number(raw);
+    }
+    case 'datetime': {
+      const t = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw)
+        ? Date.parse(raw)
+        : Number.NaN;
+      if (Number.isNaN(t)) {
+        details.push({ field, message: `${name} is a date-time such as 2026-01-31T12:00:00Z` });
+        return undefined;
+      }
+      return new Date(t).toISOString();
+    }
+    case 'uuid': {
+      if (!UUID_RE.test(raw)) {
+        details.push({ field, message: `${name} is a uuid (use like for partial matches)` });
+        return undefined;
+      }
+      return raw.toLowerCase();
+    }
+    case 'enum': {
+      if (!spec.values?.includes(raw)) {
+        details.push({ field, message: `${name} is one of: ${spec.values?.join(', ')}` });
+        return undefined;
+      }
+      return raw;
+    }
+    default:
+      if ((op === 'eq' || op === 'ne') && spec.normalize) return spec.normalize(raw);
+      return raw;
+  }
+}
+
+function isPlainRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Validates paging, sortby, filterby and uuids against a whitelist; every problem is listed in one 400. */
+export function parseListQuery(
+  query: Record<string, unknown>,
+  whitelist: Whitelist,
+  maxOffset: number,
+): ListQuery {
+  const details: ErrorDetail[] = [];
+  const names = Object.keys(whitelist).join(', ');
+  const sort: ListQuery['sort'] = [];
+  const filters: ListQuery['filters'] = [];
+
+  const sortby = query.sortby;
+  if (sortby !== undefined) {
+    if (!isPlainRecord(sortby)) {
+      details.push({ field: 'sortby', message: 'write sortby[PROPERTY]=asc or desc' });
+    } else {
+      const entries = Object.entries(sortby);
+      if (entries.length > MAX_SORTS)
+        details.push({ field: 'sortby', message: `at most ${MAX_SORTS} sort keys` });
+      for (const [name, dir] of entries.slice(0, MAX_SORTS)) {
+        const spec = Object.hasOwn(whitelist, name) ? whitelist[name] : undefined;
+        if (!spec) {
+          details.push({
+            field: `sortby[${name.slice(0, 60)}]`,
+            message: `unknown property; sortable: ${names}`,
+          });
+        } else if (dir !== 'asc' && dir !== 'desc') {
+          details.push({ field: `sortby[${name}]`, message: 'direction is asc or desc' });
+        } else {
+          sort.push({ column: spec.column, direction: dir });
+        }
+      }
+    }
+  }
+
+  const uuids = parseUuidList('uuids', query.uuids, details);
+
+  const filterby = query.filterby;
+  if (filterby !== undefined) {
+    if (!isPlainRecord(filterby)) {
+      details.push({ field: 'filterby', message: 'write filterby[PROPERTY][OP]=VALUE' });
+    } else {
+      const entries: [string, string, unknown][] = [];
+      for (const [name, v] of Object.entries(filterby)) {
+        if (isPlainRecord(v)) for (const [op, value] of Object.entries(v)) entries.push([name, op, value]);
+        else entries.push([name, 'eq', v]);
+      }
+      if (entries.length > MAX_FILTERS) {
+        details.push({ field: 'filterby', message: `at most ${MAX_FILTERS} filter clauses` });
+      }
+      for (const [name, op, raw] of entries.slice(0, MAX_FILTERS)) {
+        const spec = Object.hasOwn(whitelist, name) ? whitelist[name] : undefined;
+        if (!spec) {
+          details.push({
+            field: `filterby[${name.slice(0, 60)}]`,
+            message: `unknown property; filterable: ${names}`,
+          });
+          continue;
+        }
+        if (!Object.hasOwn(OPERATORS, op)) {
+          details.push({
+            field: `filterby[${name}][${op.slice(0, 20)}]`,
+            message: 'unknown operator; use eq, gt, ge, lt, le, ne or like',
+          });
+          continue;
+        }
+        const value = parseValue(name, spec, op as Operator, raw, details);
+        if (value === undefined) continue;
+        const useKey = spec.keyColumn && (op === 'eq' || op === 'ne' || op === 'like');
+        filters.push({
+          column: useKey ? (spec.keyColumn as string) : spec.column,
+          op: op as Operator,
+          value,
+        });
+      }
+    }
+  }
+
+  let window: Window = { offset: 0, limit: 20 };
+  try {
+    window = resolveWindow(query as { offset?: number; page?: number; limit?: number }, maxOffset);
+  } catch (err) {
+    if (err instanceof ApiError && err.details) details.push(...err.details);
+    else throw err;
+  }
+  if (details.length > 0) {
+    throw new ApiError(
+      'invalid_request',
+      `The list parameters are not valid: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`,
+      details,
+    );
+  }
+  // The spec: when uuids is given, every other filter is ignored.
+  return { ...window, sort, filters: uuids ? [] : filters, uuids };
+}
+
+function condition(column: string, op: Operator, value: string | number): RawBuilder<boolean> {
+  const ref = sql.ref(column);
+  if (op === 'like') return sql<boolean>`lower(${ref}) like ${value} escape '\\'`;
+  return sql<boolean>`${ref} ${sql.raw(OPERATORS[op])} ${value}`;
+}
+
+/** Adds the filters (or the uuid list) of a list query to a select. */
+// biome-ignore lint/suspicious/noExplicitAny: the helper works on any table's select.
+export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
+  qb: QB,
+  lq: ListQuery,
+  uuidColumn: string,
+): QB {
+  let q = qb;
+  if (lq.uuids) {
+    q = q.where(sql.ref(uuidColumn), 'in', lq.uuids.length > 0 ? lq.uuids : ['']) as QB;
+    return q;
+  }
+  for (const f of lq.filters) q = q.where(condition(f.column, f.op, f.value)) as QB;
+  return q;
+}
+
+/** Adds ordering (given keys, then the uuid tie-breaker; NULLs sort lowest on both engines) and the window. */
+// biome-ignore lint/suspicious/noExplicitAny: the helper works on any table's select.
+export function applyOrderAndWindow<QB extends SelectQueryBuilder<any, any, any>>(
+  qb: QB,
+  lq: ListQuery,
+  uuidColumn: string,
+  defaultSort: ListQuery['sort'] = [],
+): QB {
+  let q = qb;
+  const sort = lq.sort.length > 0 ? lq.sort : defaultSort;
+  for (const s of sort) {
+    const nulls = s.direction === 'asc' ? sql.raw('nulls first') : sql.raw('nulls last');
+    q = q.orderBy(sql`${sql.ref(s.column)} ${sql.raw(s.direction)} ${nulls}`) as QB;
+  }
+  const tieDirection = sort.length > 0 ? (sort[sort.length - 1]?.direction ?? 'asc') : 'asc';
+  q = q.orderBy(sql.ref(uuidColumn), tieDirection) as QB;
+  return q.limit(lq.limit).offset(lq.offset) as QB;
+}

@@ -1,0 +1,121 @@
+import type { Insertable } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import type { ClientTable, TokenTable } from './auth.table.ts';
+
+/** The token row with what the checks need of its client and user. */
+export async function findTokenForCheck(db: Db, tokenHash: string) {
+  return db
+    .selectFrom('tokens')
+    .innerJoin('clients', 'clients.id', 'tokens.client_id')
+    .leftJoin('users', 'users.uuid', 'tokens.user_uuid')
+    .select([
+      'tokens.token_hash',
+      'tokens.kind',
+      'tokens.client_id',
+      'tokens.user_uuid',
+      'tokens.family_id',
+      'tokens.expires_at',
+      'tokens.revoked_at',
+      'clients.disabled as client_disabled',
+      'users.role as role',
+    ])
+    .where('tokens.token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}
+
+/** Stores a token row (only its hash). */
+export async function insertToken(db: Db, row: Insertable<TokenTable>): Promise<void> {
+  await db.insertInto('tokens').values(row).execute();
+}
+
+/** A refresh token by hash. */
+export async function findRefreshToken(db: Db, tokenHash: string) {
+  return db
+    .selectFrom('tokens')
+    .selectAll()
+    .where('token_hash', '=', tokenHash)
+    .where('kind', '=', 'refresh')
+    .executeTakeFirst();
+}
+
+/** Marks a refresh token spent; returns false when another request spent it first. */
+export async function markTokenUsed(db: Db, tokenHash: string, at: string): Promise<boolean> {
+  const r = await db
+    .updateTable('tokens')
+    .set({ used_at: at })
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Revokes every token of a family (a refresh chain and its access tokens). */
+export async function revokeTokenFamily(db: Db, familyId: string, at: string): Promise<void> {
+  await db
+    .updateTable('tokens')
+    .set({ revoked_at: at })
+    .where('family_id', '=', familyId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/** Revokes one token. */
+export async function revokeToken(db: Db, tokenHash: string, at: string): Promise<void> {
+  await db
+    .updateTable('tokens')
+    .set({ revoked_at: at })
+    .where('token_hash', '=', tokenHash)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/** Revokes every token of a user. */
+export async function revokeUserTokens(db: Db, userUuid: string, at: string): Promise<void> {
+  await db
+    .updateTable('tokens')
+    .set({ revoked_at: at })
+    .where('user_uuid', '=', userUuid)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/** A client by id. */
+export async function findClientById(db: Db, id: string) {
+  return db.selectFrom('clients').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Every client, oldest first. */
+export async function listClients(db: Db) {
+  return db.selectFrom('clients').selectAll().orderBy('created_at').orderBy('id').execute();
+}
+
+/** Whether any client exists (first start of an empty database). */
+export async function hasAnyClient(db: Db): Promise<boolean> {
+  return (await db.selectFrom('clients').select('id').limit(1).executeTakeFirst()) !== undefined;
+}
+
+/** Creates a client, or updates its secret and flags when the id exists. */
+export async function upsertClient(db: Db, row: Insertable<ClientTable>): Promise<void> {
+  await db
+    .insertInto('clients')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet({
+        secret_hash: row.secret_hash,
+        first_party: row.first_party ?? 0,
+        disabled: row.disabled ?? 0,
+        name: row.name,
+      }),
+    )
+    .execute();
+}
+
+/** Enables or disables a client; returns whether it exists. */
+export async function setClientDisabled(db: Db, id: string, disabled: boolean): Promise<boolean> {
+  const r = await db
+    .updateTable('clients')
+    .set({ disabled: disabled ? 1 : 0 })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}

@@ -1,0 +1,117 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Context } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
+import { isoIn, nowIso, uuidv7 } from '../../db/time.ts';
+import { ApiError } from '../../http/errors.ts';
+import * as repo from './auth.repository.ts';
+import { generateToken, hashToken } from './token.ts';
+
+/** Who is calling: the client, and the user unless it is a guest token. */
+export interface AuthContext {
+  clientId: string;
+  userUuid: string | null;
+  role: string | null;
+  tokenHash: string;
+}
+
+const unauthenticated = (message: string) =>
+  new ApiError('unauthenticated', message, undefined, { 'WWW-Authenticate': 'Bearer' });
+
+/** The client credentials check: the bearer token is known, unexpired, unrevoked and its client active. */
+export async function authenticate(db: Db, rawToken: string): Promise<AuthContext> {
+  const row = await repo.findTokenForCheck(db, hashToken(rawToken));
+  if (row?.kind !== 'access')
+    throw unauthenticated('The bearer token is not known. Get one from POST /oauth/token.');
+  if (row.revoked_at !== null)
+    throw unauthenticated('The bearer token was revoked. Get a new one from POST /oauth/token.');
+  if (row.expires_at <= nowIso())
+    throw unauthenticated('The bearer token has expired. Refresh it or get a new one.');
+  if (row.client_disabled)
+    throw new ApiError('invalid_client', 'The client this token was issued to is disabled.');
+  if (row.user_uuid !== null && row.role === null)
+    throw unauthenticated('The user of this token no longer exists.');
+  return { clientId: row.client_id, userUuid: row.user_uuid, role: row.role, tokenHash: row.token_hash };
+}
+
+/** Hash of a client secret; secrets are random or operator-chosen, never user passwords. */
+export function hashClientSecret(secret: string): string {
+  return createHash('sha256').update(`client-secret:${secret}`).digest('hex');
+}
+
+/** The client whose id and secret match, or undefined (disabled clients included, for the caller to refuse). */
+export async function verifyClient(db: Db, id: string, secret: string) {
+  const client = await repo.findClientById(db, id);
+  const expected = Buffer.from(client?.secret_hash ?? hashClientSecret('no-such-client'), 'hex');
+  const actual = Buffer.from(hashClientSecret(secret), 'hex');
+  const same = timingSafeEqual(expected, actual);
+  return client && same ? client : undefined;
+}
+
+/** Issued token pair, in RFC 6749 form. */
+export interface IssuedTokens {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token?: string;
+  scope: string;
+}
+
+/** Issues an access token (and for users a refresh token in the given family). */
+export async function issueTokens(
+  ctx: Pick<Context, 'config'>,
+  db: Db,
+  clientId: string,
+  userUuid: string | null,
+  familyId: string = uuidv7(),
+): Promise<IssuedTokens> {
+  const now = nowIso();
+  const access = generateToken();
+  await repo.insertToken(db, {
+    token_hash: hashToken(access),
+    kind: 'access',
+    client_id: clientId,
+    user_uuid: userUuid,
+    family_id: familyId,
+    expires_at: isoIn(ctx.config.ACCESS_TOKEN_TTL_SECONDS),
+    used_at: null,
+    revoked_at: null,
+    created_at: now,
+  });
+  const out: IssuedTokens = {
+    access_token: access,
+    token_type: 'Bearer',
+    expires_in: ctx.config.ACCESS_TOKEN_TTL_SECONDS,
+    scope: userUuid ? 'user' : 'guest',
+  };
+  if (userUuid) {
+    const refresh = generateToken();
+    await repo.insertToken(db, {
+      token_hash: hashToken(refresh),
+      kind: 'refresh',
+      client_id: clientId,
+      user_uuid: userUuid,
+      family_id: familyId,
+      expires_at: isoIn(ctx.config.REFRESH_TOKEN_TTL_SECONDS),
+      used_at: null,
+      revoked_at: null,
+      created_at: now,
+    });
+    out.refresh_token = refresh;
+  }
+  return out;
+}
+
+/** Creates or updates a client; returns its id. */
+export async function saveClient(
+  db: Db,
+  client: { id: string; name: string; secret: string; firstParty: boolean },
+): Promise<void> {
+  await repo.upsertClient(db, {
+    id: client.id,
+    name: client.name,
+    secret_hash: hashClientSecret(client.secret),
+    first_party: client.firstParty ? 1 : 0,
+    disabled: 0,
+    created_at: nowIso(),
+  });
+}

@@ -1,0 +1,41 @@
+import { argon2, randomBytes, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const argon2Async = promisify(argon2);
+
+// OWASP's minimum for argon2id: m=19 MiB, t=2, p=1.
+const PARAMS = { memory: 19_456, passes: 2, parallelism: 1, tagLength: 32 };
+
+async function derive(password: string, salt: Buffer, p: typeof PARAMS): Promise<Buffer> {
+  return argon2Async('argon2id', { message: password, nonce: salt, ...p });
+}
+
+/** Hashes a password with argon2id into a PHC string. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await derive(password, salt, PARAMS);
+  const b64 = (b: Buffer) => b.toString('base64').replace(/=+$/, '');
+  return `$argon2id$v=19$m=${PARAMS.memory},t=${PARAMS.passes},p=${PARAMS.parallelism}$${b64(salt)}$${b64(hash)}`;
+}
+
+/** Checks a password against a PHC string; false for anything malformed. */
+export async function verifyPassword(password: string, phc: string): Promise<boolean> {
+  const m = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/.exec(phc);
+  if (!m) return false;
+  const expected = Buffer.from(m[5] as string, 'base64');
+  const actual = await derive(password, Buffer.from(m[4] as string, 'base64'), {
+    memory: Number(m[1]),
+    passes: Number(m[2]),
+    parallelism: Number(m[3]),
+    tagLength: expected.length,
+  });
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+let dummy: Promise<string> | undefined;
+
+/** Spends the time of one verification, so an unknown account answers as slowly as a wrong password. */
+export async function burnVerification(password: string): Promise<void> {
+  dummy ??= hashPassword('dummy-password-for-timing');
+  await verifyPassword(password, await dummy);
+}

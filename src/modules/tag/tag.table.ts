@@ -1,0 +1,10 @@
+/** Row of `tags`: `name_key` is the normalized spelling that is unique per `tag_type`. */
+export interface TagTable {
+  uuid: string;
+  name: string;
+  name_key: string;
+  tag_type: string;
+  associations_count: number;
+  created_at: string;
+  updated_at: string;
+}

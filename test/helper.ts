@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../src/app.ts';
+import { type Config, loadConfig } from '../src/config.ts';
+import type { Context } from '../src/context.ts';
+import { connectDatabase } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { nowIso, uuidv7 } from '../src/db/time.ts';
+import { issueTokens, saveClient } from '../src/modules/auth/auth.service.ts';
+import { hashPassword } from '../src/modules/auth/password.ts';
+import { insertUser } from '../src/modules/user/user.repository.ts';
+
+/** A database engine the suite runs against. */
+export interface TestDialect {
+  name: 'sqlite' | 'postgres';
+  /** Creates a fresh, empty database and returns its URL and a function that drops it. */
+  create(): Promise<{ url: string; drop: () => Promise<void> }>;
+}
+
+const sqlite: TestDialect = {
+  name: 'sqlite',
+  async create() {
+    const dir = mkdtempSync(join(tmpdir(), 'social-test-'));
+    return {
+      url: `sqlite:${join(dir, 'test.db')}`,
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  },
+};
+
+function postgres(adminUrl: string): TestDialect {
+  return {
+    name: 'postgres',
+    async create() {
+      const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+      await admin.end();
+      const url = new URL(adminUrl);
+      url.pathname = `/${name}`;
+      return {
+        url: url.toString(),
+        drop: async () => {
+          const c = new pg.Client({ connectionString: adminUrl });
+          await c.connect();
+          await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+          await c.end();
+        },
+      };
+    },
+  };
+}
+
+let warned = false;
+
+/** The engines to run every storage test on: SQLite always, PostgreSQL when TEST_PG_URL is set. */
+export function testDialects(): TestDialect[] {
+  const url = process.env.TEST_PG_URL;
+  if (!url) {
+    if (!warned) {
+      warned = true;
+      console.warn('# PostgreSQL suite SKIPPED: TEST_PG_URL is not set (CI sets it).');
+    }
+    return [sqlite];
+  }
+  return [sqlite, postgres(url)];
+}
+
+/** A user created for a test, with a logged-in access token. */
+export interface TestUser {
+  uuid: string;
+  username: string;
+  email: string;
+  password: string;
+  token: string;
+}
+
+/** An app built on a fresh database, with helpers to call it. */
+export interface TestApp {
+  app: FastifyInstance;
+  ctx: Context;
+  dialect: 'sqlite' | 'postgres';
+  url: string;
+  client: { id: string; secret: string };
+  /** A guest token of the test client. */
+  guest: string;
+  inject(opts: InjectOptions & { token?: string }): Promise<LightMyRequestResponse>;
+  /** Creates a user directly in the database and logs it in. */
+  createUser(name?: string, role?: string): Promise<TestUser>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/** Builds the app on a fresh database of the dialect. */
+export async function startTestApp(dialect: TestDialect, overrides: Partial<Config> = {}): Promise<TestApp> {
+  const { url, drop } = await dialect.create();
+  const config = loadConfig({}, { DATABASE_URL: url, LOG_LEVEL: 'silent', ...overrides });
+  const handle = connectDatabase(url, { synchronous: 'NORMAL', poolSize: 5 });
+  await migrateToLatest(handle.db, handle.dialect);
+  const { app, ctx } = await buildApp(config, { handle, skipMigrations: true, logger: false });
+  await app.ready();
+  const client = { id: 'test-client', secret: 'test-client-secret' };
+  await saveClient(ctx.db, { ...client, name: 'Test client', firstParty: true });
+  const guest = (await issueTokens(ctx, ctx.db, client.id, null)).access_token;
+
+  const t: TestApp = {
+    app,
+    ctx,
+    dialect: dialect.name,
+    url,
+    client,
+    guest,
+    inject(opts) {
+      const { token, ...rest } = opts;
+      const headers = { ...(rest.headers ?? {}) } as Record<string, string>;
+      if (token) headers.authorization = `Bearer ${token}`;
+      return app.inject({ ...rest, headers });
+    },
+    async createUser(name, role = 'user') {
+      counter++;
+      const username = name ?? `user${counter}_${randomBytes(3).toString('hex')}`;
+      const password = `pw-${username}-secret`;
+      const uuid = uuidv7();
+      const now = nowIso();
+      const email = `${username}@example.test`;
+      await insertUser(ctx.db, {
+        uuid,
+        username,
+        username_key: username.toLowerCase(),
+        email,
+        email_key: email.toLowerCase(),
+        password_hash: await hashPassword(password),
+        display_name: null,
+        bio: null,
+        language: 'en',
+        network_uuid: null,
+        role,
+        karma: 0,
+        created_at: now,
+        updated_at: now,
+      });
+      const token = (await issueTokens(ctx, ctx.db, client.id, uuid)).access_token;
+      return { uuid, username, email, password, token };
+    },
+    async close() {
+      await app.close();
+      await handle.db.destroy();
+      await drop();
+    },
+  };
+  return t;
+}
+
+/** The parsed JSON body of a response. */
+// biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
+export function body(res: LightMyRequestResponse): any {
+  return JSON.parse(res.body);
+}
