@@ -1,0 +1,42 @@
+import { ConfigError, loadConfig } from '../config.ts';
+import type { Context } from '../context.ts';
+import { connectDatabase } from '../db/connect.ts';
+import { migrateToLatest } from '../db/migrate.ts';
+import { EventBus } from '../events/bus.ts';
+import { modules } from '../modules/index.ts';
+import type { Command } from './command.ts';
+import { migrateCommand } from './commands/migrate.command.ts';
+
+/** Every CLI command; each module adds its own line. */
+const commands: Command[] = [migrateCommand];
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    console.error(
+      `usage: npm run cli -- COMMAND [args]\n\n${commands.map((c) => `  ${c.usage}`).join('\n')}`,
+    );
+    return name === undefined || name === 'help' ? 0 : 2;
+  }
+  const config = loadConfig();
+  const handle = connectDatabase(config.DATABASE_URL, { synchronous: config.SQLITE_SYNCHRONOUS });
+  try {
+    const ran = await migrateToLatest(handle.db, handle.dialect);
+    if (ran.length > 0) console.log(`migrated: ${ran.join(', ')}`);
+    const ctx: Context = { db: handle.db, dialect: handle.dialect, config, bus: new EventBus() };
+    // Writes from the CLI have the same consequences (karma, tags) as writes through the API.
+    for (const m of modules) m.subscribe?.(ctx);
+    return await command.run(ctx, args);
+  } finally {
+    await handle.db.destroy();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err instanceof ConfigError ? err.message : err);
+    process.exit(1);
+  },
+);
