@@ -26,7 +26,22 @@ export type EventName = (typeof EVENT_NAMES)[number];
 /** Kinds of item an event can be about. */
 export type TargetType = 'user' | 'network' | 'post' | 'comment' | 'media' | 'messages' | 'connection';
 
-/** A domain event: who did what to which item. Subscribers load anything else they need through `trx`. */
+/**
+ * A domain event: who did what to which item. Subscribers load anything else they need through `trx`.
+ *
+ * Contract of each event (actor / target / data):
+ * - postCreated, postUpdated, postDeleted: the author / the post ('post') / none.
+ * - commentCreated, commentUpdated, commentDeleted: the author / the comment ('comment') / { post_uuid }.
+ * - mediaCreated, mediaDeleted: the owner / the media ('media') / none.
+ * - networkCreated, networkDeleted: the creator / the network ('network') / none.
+ * - connectionConfirmed, connectionDeleted: the user acting / the connection ('connection') /
+ *   { user_uuid: requester, target_user_uuid: addressee }. connectionDeleted only for a confirmed connection.
+ * - emotionCreated, emotionDeleted: the reacting user / the post or comment ('post' | 'comment') /
+ *   { emotion, author_uuid: the content's author, association_uuid }.
+ * - messageCreated: the sender / the message ('messages') / { recipient_uuid }.
+ * - userDeleted: the user / the user ('user') / none.
+ * Deleted events are emitted before the row is removed, in the same transaction, so subscribers can still read it.
+ */
 export interface DomainEvent {
   name: EventName;
   /** The user who caused the event. */
