@@ -94,6 +94,7 @@ export async function buildApp(
   await app.register(metricsPlugin);
   await app.register(accessPlugin, { ctx });
   for (const m of modules) if (m.routes) await app.register(m.routes, { ctx });
+  for (const m of modules) await m.start?.(ctx, app.log);
 
   if (!options.handle) app.addHook('onClose', async () => handle.db.destroy());
   return { app, ctx };

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Context } from '../context.ts';
 import healthRoutes from './health/health.routes.ts';
 
@@ -7,6 +7,8 @@ export interface Module {
   name: string;
   routes?: (app: FastifyInstance, opts: { ctx: Context }) => Promise<void>;
   subscribe?: (ctx: Context) => void;
+  /** Runs once when the app is built, after migrations (e.g. bootstrap clients). */
+  start?: (ctx: Context, log: FastifyBaseLogger) => Promise<void>;
 }
 
 /** Every feature module, in registration order. Each module adds one line here. */
