@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig, variables } from '../../src/config.ts';
+
+describe('configuration', () => {
+  it('has a working default for every variable', () => {
+    const config = loadConfig({});
+    assert.equal(config.PORT, 3000);
+    assert.equal(config.HOST, '127.0.0.1');
+    assert.equal(config.DATABASE_URL, 'sqlite:./data/social.db');
+    assert.equal(config.REDIS_URL, undefined);
+    assert.deepEqual(config.ENABLED_OPERATIONS, []);
+    assert.equal(config.PAGE_LIMIT_MAX, 100);
+    assert.equal(config.SEARCH_MAX_OFFSET, 10000);
+    assert.equal(config.SQLITE_SYNCHRONOUS, 'FULL');
+    assert.equal(config.TRUST_PROXY, false);
+    for (const [name, spec] of Object.entries(variables)) assert.ok(spec.description.length > 10, name);
+  });
+
+  it('parses values from the environment', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      ENABLED_OPERATIONS: 'tags.create, tags.update',
+      TRUST_PROXY: 'true',
+      BOOTSTRAP_CLIENT: 'web:supersecret',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+    });
+    assert.equal(config.PORT, 8080);
+    assert.deepEqual(config.ENABLED_OPERATIONS, ['tags.create', 'tags.update']);
+    assert.equal(config.TRUST_PROXY, true);
+    assert.deepEqual(config.BOOTSTRAP_CLIENT, { id: 'web', secret: 'supersecret' });
+    assert.equal(config.REDIS_URL, 'redis://127.0.0.1:6379');
+  });
+
+  const bad: [string, string][] = [
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['REDIS_URL', 'http://x'],
+    ['LOG_LEVEL', 'loud'],
+    ['TRUST_PROXY', 'maybe'],
+    ['BOOTSTRAP_CLIENT', 'no-colon'],
+    ['BOOTSTRAP_CLIENT', 'id:short'],
+    ['SQLITE_SYNCHRONOUS', 'SOMETIMES'],
+    ['PAGE_LIMIT_MAX', '0'],
+    ['KARMA_RULES', '/no/such/file.json'],
+  ];
+  for (const [name, value] of bad) {
+    it(`refuses ${name}=${value} with a message naming the variable`, () => {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: unknown) => err instanceof ConfigError && err.message.includes(name),
+      );
+    });
+  }
+});

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiError } from '../../src/http/errors.ts';
+import { parseListQuery, type Whitelist } from '../../src/http/list-query.ts';
+import { resolveWindow } from '../../src/http/paging.ts';
+
+const whitelist: Whitelist = {
+  uuid: { column: 'uuid', type: 'uuid' },
+  name: { column: 'name', type: 'string', keyColumn: 'name_key', normalize: (s) => s.toLowerCase() },
+  count: { column: 'associations_count', type: 'integer' },
+  kind: { column: 'tag_type', type: 'enum', values: ['hashtag', 'mention'] },
+  created_at: { column: 'created_at', type: 'datetime' },
+};
+const U1 = '0190a1b2-0000-7000-8000-000000000001';
+
+function fails(query: Record<string, unknown>, field: RegExp) {
+  assert.throws(
+    () => parseListQuery(query, whitelist, 1000),
+    (err: unknown) =>
+      err instanceof ApiError &&
+      err.code === 'invalid_request' &&
+      (err.details ?? []).some((d) => field.test(d.field)),
+  );
+}
+
+describe('list query engine', () => {
+  it('parses sortby in order and filterby with every operator', () => {
+    const q = parseListQuery(
+      {
+        sortby: { count: 'desc', name: 'asc' },
+        filterby: {
+          count: { gt: '1', le: '10', ne: '5', ge: '0', lt: '100' },
+          name: { like: 'Caf%' },
+          kind: 'hashtag',
+          created_at: { ge: '2026-01-01' },
+        },
+        limit: 5,
+        page: 3,
+      },
+      whitelist,
+      1000,
+    );
+    assert.deepEqual(q.sort, [
+      { column: 'associations_count', direction: 'desc' },
+      { column: 'name', direction: 'asc' },
+    ]);
+    assert.deepEqual(
+      q.filters.map((f) => [f.column, f.op, f.value]),
+      [
+        ['associations_count', 'gt', 1],
+        ['associations_count', 'le', 10],
+        ['associations_count', 'ne', 5],
+        ['associations_count', 'ge', 0],
+        ['associations_count', 'lt', 100],
+        ['name_key', 'like', 'caf%'],
+        ['tag_type', 'eq', 'hashtag'],
+        ['created_at', 'ge', '2026-01-01T00:00:00.000Z'],
+      ],
+    );
+    assert.equal(q.offset, 10);
+    assert.equal(q.limit, 5);
+  });
+
+  it('ignores every filter when uuids is given, from an array or a comma list', () => {
+    const a = parseListQuery(
+      { uuids: `${U1}, ${U1.toUpperCase()}`, filterby: { kind: 'hashtag' } },
+      whitelist,
+      1000,
+    );
+    assert.deepEqual(a.uuids, [U1]);
+    assert.deepEqual(a.filters, []);
+    const b = parseListQuery({ uuids: [U1] }, whitelist, 1000);
+    assert.deepEqual(b.uuids, [U1]);
+  });
+
+  it('refuses unknown properties, operators, directions and malformed values', () => {
+    fails({ sortby: { password_hash: 'asc' } }, /sortby\[password_hash\]/);
+    fails({ sortby: { name: 'up' } }, /sortby\[name\]/);
+    fails({ sortby: 'name' }, /^sortby$/);
+    fails({ filterby: { email: 'x' } }, /filterby\[email\]/);
+    fails({ filterby: { name: { regex: 'x' } } }, /filterby\[name\]\[regex\]/);
+    fails({ filterby: { count: { gt: 'ten' } } }, /filterby\[count\]\[gt\]/);
+    fails({ filterby: { count: { like: '1%' } } }, /filterby\[count\]\[like\]/);
+    fails({ filterby: { created_at: { gt: 'yesterday' } } }, /created_at/);
+    fails({ filterby: { uuid: { eq: 'not-a-uuid' } } }, /uuid/);
+    fails({ filterby: { kind: 'topic' } }, /kind/);
+    fails({ filterby: { name: { eq: ['a', 'b'] } } }, /name/);
+    fails({ filterby: { name: { like: 'abc\\' } } }, /name/);
+    fails({ filterby: 'x' }, /^filterby$/);
+    fails({ uuids: 'nope' }, /^uuids$/);
+    fails({ uuids: [1] }, /^uuids$/);
+    fails(
+      {
+        uuids: Array.from(
+          { length: 101 },
+          (_, i) => `0190a1b2-0000-7000-8000-${String(i).padStart(12, '0')}`,
+        ).join(','),
+      },
+      /^uuids$/,
+    );
+    fails({ filterby: { name: { like: 'x'.repeat(201) } } }, /name/);
+  });
+
+  it('refuses more than 10 filters and 5 sort keys', () => {
+    const many = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`p${i}`, 'x']));
+    fails({ filterby: many }, /^filterby$/);
+    fails({ sortby: { a: 'asc', b: 'asc', c: 'asc', d: 'asc', e: 'asc', f: 'asc' } }, /^sortby$/);
+  });
+
+  it('does not treat prototype keys as whitelisted properties', () => {
+    fails({ sortby: { constructor: 'asc' } }, /constructor/);
+    fails({ filterby: { toString: 'x' } }, /toString/);
+    fails({ filterby: { name: { constructor: 'x' } } }, /constructor/);
+  });
+
+  it('resolves paging: page to offset, both given is an error, offset bounded', () => {
+    assert.deepEqual(resolveWindow({ page: 2, limit: 10 }, 100), { offset: 10, limit: 10 });
+    assert.deepEqual(resolveWindow({}, 100), { offset: 0, limit: 20 });
+    assert.throws(() => resolveWindow({ page: 2, offset: 3 }, 100), ApiError);
+    assert.throws(() => resolveWindow({ offset: 101 }, 100), ApiError);
+    fails({ page: 2, offset: 1 }, /page/);
+  });
+});
