@@ -54,3 +54,15 @@ describe('configuration', () => {
     });
   }
 });
+
+describe('configuration reference', () => {
+  it('docs/configuration.md matches the configuration schema', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { configurationMarkdown } = await import('../../scripts/gen-config-docs.ts');
+    assert.equal(
+      readFileSync('docs/configuration.md', 'utf8'),
+      configurationMarkdown(),
+      'run npm run docs:config',
+    );
+  });
+});
