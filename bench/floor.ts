@@ -1,0 +1,23 @@
+// The floor: a bare Fastify server answering a constant JSON of the size of a tag read, with no token check and no
+// database, so every scenario can be read as a ratio of what the framework alone can do on this machine.
+import Fastify from 'fastify';
+
+const port = Number(process.argv[2] ?? 3901);
+const body = {
+  status: 'OK',
+  data: {
+    uuid: '019a0000-0000-7000-8000-000000000000',
+    type: 'tag',
+    name: 'javascript',
+    tag_type: 'hashtag',
+    associations: Array.from({ length: 5 }, (_, i) => `019a0000-0000-7000-8000-00000000000${i}`),
+    associations_count: 5,
+    created_at: '2026-11-22T00:00:00.000Z',
+    updated_at: '2026-11-22T00:00:00.000Z',
+  },
+  timestamp: 1795300000,
+};
+const app = Fastify({ logger: false });
+app.get('/floor', async () => body);
+await app.listen({ host: '127.0.0.1', port });
+console.log(`floor listening on ${port}`);
