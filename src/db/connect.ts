@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database, Dialect } from './database.ts';
-import { NodeSqliteDatabase } from './sqlite-driver.ts';
+import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-driver.ts';
 
 /** An open database with the engine it runs on. */
 export interface DbHandle {
@@ -33,7 +33,7 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const database = new NodeSqliteDatabase({ path, synchronous: options.synchronous ?? 'FULL' });
     return {
-      db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }),
+      db: new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }) }),
       dialect: 'sqlite',
       sqlitePath: path === ':memory:' ? undefined : path,
     };

@@ -1,5 +1,14 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type SqliteDatabase,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  type SqliteStatement,
+} from 'kysely';
 
 /** Options of the embedded database connection. */
 export interface SqliteOptions {
@@ -84,5 +93,28 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   close(): void {
     this.#cache.clear();
     if (this.raw.isOpen) this.raw.close();
+  }
+}
+
+/** Kysely's SQLite driver, but transactions take the write lock up front (BEGIN IMMEDIATE). */
+class ImmediateSqliteDriver extends SqliteDriver {
+  // A deferred transaction that reads and then writes fails at once with SQLITE_BUSY when another process
+  // holds the write lock (the busy timeout is not applied to lock upgrades); taking the lock first waits instead.
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+/** SQLite dialect over node:sqlite whose transactions begin immediately. */
+export class NodeSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+
+  createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
   }
 }
