@@ -7,6 +7,8 @@ export interface KarmaTable {
   target_type: string;
   karma_type: string;
   points: number;
+  /** The item whose creation granted the record (never shown; used to compensate its deletion). */
+  source_uuid: string | null;
   created_at: string;
   updated_at: string;
 }

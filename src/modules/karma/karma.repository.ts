@@ -1,0 +1,189 @@
+import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import { applyFilters, applyOrderAndWindow, type ListQuery } from '../../http/list-query.ts';
+import type { KarmaTable } from './karma.table.ts';
+
+/** A stored karma record. */
+export type KarmaRow = Selectable<KarmaTable>;
+
+/** Signed value of a record in the total: add counts up, subtract counts down. */
+const SIGNED = sql<number>`case when karma_type = 'add' then points else -points end`;
+
+/**
+ * Locks the user's row until the transaction ends, so the daily-cap count and the write it decides are not raced
+ * (SQLite transactions are serialized already). PostgreSQL: `for no key update`, the lock an update of
+ * users.karma takes anyway; plain `for update` would conflict with the key-share locks that inserting a row
+ * referencing the user (the post, the karma record) holds, and two writers would deadlock.
+ * Returns whether the user exists.
+ */
+export async function lockUserForKarma(db: Db, userUuid: string, forUpdate: boolean): Promise<boolean> {
+  const row = await db
+    .selectFrom('users')
+    .select('uuid')
+    .where('uuid', '=', userUuid)
+    .$if(forUpdate, (q) => q.forNoKeyUpdate())
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Adds `delta` to the stored total in one atomic statement (never read-modify-write). */
+export async function addToUserKarma(db: Db, userUuid: string, delta: number): Promise<void> {
+  if (delta === 0) return;
+  await db
+    .updateTable('users')
+    .set((eb) => ({ karma: eb('karma', '+', delta) }))
+    .where('uuid', '=', userUuid)
+    .execute();
+}
+
+/** How many `add` records of an event the user received since a time (the daily cap counts these). */
+export async function countAddRecordsSince(
+  db: Db,
+  userUuid: string,
+  event: string,
+  since: string,
+): Promise<number> {
+  const row = await db
+    .selectFrom('karma')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('user_uuid', '=', userUuid)
+    .where('event', '=', event)
+    .where('karma_type', '=', 'add')
+    .where('created_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Stores a new record. */
+export async function insertKarma(db: Db, row: Insertable<KarmaTable>): Promise<void> {
+  await db.insertInto('karma').values(row).execute();
+}
+
+/** A record by uuid. */
+export async function findKarmaByUuid(db: Db, uuid: string): Promise<KarmaRow | undefined> {
+  return db.selectFrom('karma').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+}
+
+/** The owner (user_uuid) of a record, or undefined when it does not exist. */
+export async function findKarmaOwner(db: Db, uuid: string): Promise<string | undefined> {
+  const row = await db.selectFrom('karma').select('user_uuid').where('uuid', '=', uuid).executeTakeFirst();
+  return row?.user_uuid;
+}
+
+/** Changes a record; returns whether it existed. */
+export async function updateKarma(db: Db, uuid: string, patch: Updateable<KarmaTable>): Promise<boolean> {
+  const r = await db.updateTable('karma').set(patch).where('uuid', '=', uuid).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Removes a record; returns whether it existed. */
+export async function deleteKarma(db: Db, uuid: string): Promise<boolean> {
+  const r = await db.deleteFrom('karma').where('uuid', '=', uuid).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+/** Users holding records caused by a source item, in uuid order (the order locks are taken in). */
+export async function findUsersBySource(db: Db, sourceUuid: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('karma')
+    .select('user_uuid')
+    .distinct()
+    .where('source_uuid', '=', sourceUuid)
+    .orderBy('user_uuid')
+    .execute();
+  return rows.map((r) => r.user_uuid);
+}
+
+/** Sources of the records a rule granted about a target (e.g. the reactions a post received), in order. */
+export async function findSourcesOfTarget(db: Db, targetUuid: string, event: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('karma')
+    .select('source_uuid')
+    .distinct()
+    .where('target_uuid', '=', targetUuid)
+    .where('event', '=', event)
+    .where('source_uuid', 'is not', null)
+    .orderBy('source_uuid')
+    .execute();
+  return rows.map((r) => r.source_uuid as string);
+}
+
+/** What a source item currently nets for a user: its add points minus its subtract points. */
+export async function netKarmaOfSource(db: Db, userUuid: string, sourceUuid: string): Promise<number> {
+  const row = await db
+    .selectFrom('karma')
+    .select(sql<number>`coalesce(sum(${SIGNED}), 0)`.as('net'))
+    .where('user_uuid', '=', userUuid)
+    .where('source_uuid', '=', sourceUuid)
+    .executeTakeFirstOrThrow();
+  return Number(row.net);
+}
+
+/** Removes every record of a user. */
+export async function deleteKarmaOfUser(db: Db, userUuid: string): Promise<void> {
+  await db.deleteFrom('karma').where('user_uuid', '=', userUuid).execute();
+}
+
+/** Sets a user's stored total (only to re-align it with a ledger emptied in the same transaction). */
+export async function resetUserKarma(db: Db, userUuid: string): Promise<void> {
+  await db.updateTable('users').set({ karma: 0 }).where('uuid', '=', userUuid).execute();
+}
+
+function ownRecords(db: Db, userUuid: string, lq: ListQuery) {
+  return applyFilters(db.selectFrom('karma').where('user_uuid', '=', userUuid), lq, 'uuid');
+}
+
+/** One page of a user's records under the list query. */
+export async function listKarmaOfUser(db: Db, userUuid: string, lq: ListQuery): Promise<KarmaRow[]> {
+  return applyOrderAndWindow(ownRecords(db, userUuid, lq).selectAll(), lq, 'uuid', [
+    { column: 'created_at', direction: 'desc' },
+  ]).execute();
+}
+
+/** The exact number of a user's records matching the list query's filters. */
+export async function countKarmaOfUser(db: Db, userUuid: string, lq: ListQuery): Promise<number> {
+  const row = await ownRecords(db, userUuid, lq)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** A user whose stored total differs from the ledger. */
+export interface KarmaMismatch {
+  uuid: string;
+  username: string;
+  stored: number;
+  ledger: number;
+}
+
+/** Every user whose users.karma differs from sum(add) - sum(subtract) of their records, in one grouped query. */
+export async function findKarmaMismatches(db: Db): Promise<KarmaMismatch[]> {
+  const ledger = sql<number>`coalesce(sum(case when k.karma_type = 'add' then k.points when k.karma_type = 'subtract' then -k.points else 0 end), 0)`;
+  const rows = await db
+    .selectFrom('users as u')
+    .leftJoin('karma as k', 'k.user_uuid', 'u.uuid')
+    .select(['u.uuid', 'u.username', 'u.karma as stored', ledger.as('ledger')])
+    .groupBy(['u.uuid', 'u.username', 'u.karma'])
+    .having(sql<boolean>`u.karma <> ${ledger}`)
+    .orderBy('u.uuid')
+    .execute();
+  return rows.map((r) => ({
+    uuid: r.uuid,
+    username: r.username,
+    stored: Number(r.stored),
+    ledger: Number(r.ledger),
+  }));
+}
+
+/** How many users and records the check looked at. */
+export async function countKarmaScope(db: Db): Promise<{ users: number; records: number }> {
+  const u = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  const k = await db
+    .selectFrom('karma')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return { users: Number(u.n), records: Number(k.n) };
+}

@@ -1,0 +1,320 @@
+import type { Context } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
+import { nowIso, uuidv7 } from '../../db/time.ts';
+import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
+import { type ListQuery, parseListQuery, type Whitelist } from '../../http/list-query.ts';
+import { LIST_MAX_OFFSET } from '../../http/paging.ts';
+import { findTarget, TARGET_TYPES, type TargetKind } from '../target/target.repository.ts';
+import {
+  addToUserKarma,
+  countAddRecordsSince,
+  countKarmaOfUser,
+  countKarmaScope,
+  deleteKarma,
+  deleteKarmaOfUser,
+  findKarmaByUuid,
+  findKarmaMismatches,
+  findKarmaOwner,
+  findSourcesOfTarget,
+  findUsersBySource,
+  insertKarma,
+  type KarmaMismatch,
+  type KarmaRow,
+  listKarmaOfUser,
+  lockUserForKarma,
+  netKarmaOfSource,
+  resetUserKarma,
+  updateKarma,
+} from './karma.repository.ts';
+import {
+  COMPENSATION_EVENT,
+  KARMA_EVENTS,
+  type KarmaRuleName,
+  type KarmaRules,
+  loadKarmaRules,
+  ruleOfEvent,
+} from './karma.rules.ts';
+
+/** A karma record as the API shows it. */
+export interface Karma {
+  uuid: string;
+  type: 'karma';
+  user_uuid: string;
+  event: string;
+  target_uuid: string;
+  target_type: string;
+  karma_type: 'add' | 'subtract';
+  points: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Maps a stored record to the API object. */
+export function toKarma(row: KarmaRow): Karma {
+  return {
+    uuid: row.uuid,
+    type: 'karma',
+    user_uuid: row.user_uuid,
+    event: row.event,
+    target_uuid: row.target_uuid,
+    target_type: row.target_type,
+    karma_type: row.karma_type === 'subtract' ? 'subtract' : 'add',
+    points: Number(row.points),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+const rulesByContext = new WeakMap<Context, KarmaRules>();
+
+/** Loads (and validates) the KARMA_RULES file for this context once; a bad file throws a ConfigError. */
+export function karmaRules(ctx: Context): KarmaRules {
+  let rules = rulesByContext.get(ctx);
+  if (!rules) {
+    rules = loadKarmaRules(ctx.config.KARMA_RULES);
+    rulesByContext.set(ctx, rules);
+  }
+  return rules;
+}
+
+function signed(karmaType: string, points: number): number {
+  return karmaType === 'add' ? points : -points;
+}
+
+function startOfUtcDay(): string {
+  const d = new Date();
+  d.setUTCHours(0, 0, 0, 0);
+  return d.toISOString();
+}
+
+/** What a granting event is about. */
+export interface Grant {
+  rule: KarmaRuleName;
+  userUuid: string;
+  targetUuid: string;
+  targetType: string;
+  /** The item whose deletion takes the points back. */
+  sourceUuid: string;
+}
+
+/**
+ * Writes one `add` record under a rule inside `trx` and raises the user's total by its points. Past the daily cap
+ * the record is still written, with 0 points. A user who no longer exists, or who already nets points from this
+ * source, gets nothing.
+ */
+export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void> {
+  const exists = await lockUserForKarma(trx, g.userUuid, ctx.dialect === 'postgres');
+  if (!exists) return;
+  if ((await netKarmaOfSource(trx, g.userUuid, g.sourceUuid)) > 0) return;
+  const rule = karmaRules(ctx)[g.rule];
+  let points = rule.points;
+  if (rule.dailyCap !== null) {
+    const today = await countAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay());
+    if (today >= rule.dailyCap) points = 0;
+  }
+  const now = nowIso();
+  await insertKarma(trx, {
+    uuid: uuidv7(),
+    user_uuid: g.userUuid,
+    event: g.rule,
+    target_uuid: g.targetUuid,
+    target_type: g.targetType,
+    karma_type: 'add',
+    points,
+    source_uuid: g.sourceUuid,
+    created_at: now,
+    updated_at: now,
+  });
+  await addToUserKarma(trx, g.userUuid, points);
+}
+
+/**
+ * For every user who currently nets points from a deleted source, writes a `subtract` record of exactly that net
+ * (named after the rule's compensation, e.g. postDeleted) and lowers the total by it, so the history stays auditable.
+ */
+export async function compensateKarma(
+  ctx: Context,
+  trx: Db,
+  rule: KarmaRuleName,
+  sourceUuid: string,
+  target: { uuid: string; type: string },
+): Promise<void> {
+  const users = await findUsersBySource(trx, sourceUuid);
+  for (const userUuid of users) {
+    if (!(await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres'))) continue;
+    const net = await netKarmaOfSource(trx, userUuid, sourceUuid);
+    if (net <= 0) continue;
+    const now = nowIso();
+    await insertKarma(trx, {
+      uuid: uuidv7(),
+      user_uuid: userUuid,
+      event: COMPENSATION_EVENT[rule],
+      target_uuid: target.uuid,
+      target_type: target.type,
+      karma_type: 'subtract',
+      points: net,
+      source_uuid: sourceUuid,
+      created_at: now,
+      updated_at: now,
+    });
+    await addToUserKarma(trx, userUuid, -net);
+  }
+}
+
+/**
+ * Takes back the reactions a deleted post or comment received. The tags module may also report each removed
+ * reaction; whichever comes second finds nothing left to take back, so nothing is subtracted twice.
+ */
+export async function compensateReactionsOf(
+  ctx: Context,
+  trx: Db,
+  target: { uuid: string; type: string },
+): Promise<void> {
+  for (const source of await findSourcesOfTarget(trx, target.uuid, 'emotionReceived')) {
+    if (source === target.uuid) continue;
+    await compensateKarma(ctx, trx, 'emotionReceived', source, target);
+  }
+}
+
+/** Clears the ledger and the total of a user being deleted, in the deleting transaction. */
+export async function clearKarmaOfUser(trx: Db, userUuid: string): Promise<void> {
+  await deleteKarmaOfUser(trx, userUuid);
+  await resetUserKarma(trx, userUuid);
+}
+
+/** The owner of a record, for the Owner check (undefined: no such record). */
+export async function karmaOwner(ctx: Context, uuid: string): Promise<string | undefined> {
+  return findKarmaOwner(ctx.db, uuid);
+}
+
+/** One of the caller's records, or 404. */
+export async function getKarma(ctx: Context, userUuid: string, uuid: string): Promise<Karma> {
+  const row = await findKarmaByUuid(ctx.db, uuid);
+  if (!row || row.user_uuid !== userUuid) throw objectNotFound('karma record');
+  return toKarma(row);
+}
+
+/** The five fields of an update, all required. */
+export interface KarmaUpdate {
+  event: string;
+  target_uuid: string;
+  target_type: string;
+  karma_type: 'add' | 'subtract';
+  points: number;
+}
+
+/**
+ * Replaces a record's fields and moves the owner's total by the difference, in one transaction. The event must be
+ * known, the target must exist (and be visible to the owner), and points may not exceed the rule's points for the
+ * event: nobody mints karma by editing.
+ */
+export async function updateKarmaRecord(
+  ctx: Context,
+  userUuid: string,
+  uuid: string,
+  input: KarmaUpdate,
+): Promise<Karma> {
+  const rules = karmaRules(ctx);
+  const details: ErrorDetail[] = [];
+  const rule = ruleOfEvent(input.event);
+  if (!rule) details.push({ field: 'event', message: `must be one of: ${KARMA_EVENTS.join(', ')}` });
+  const kindOk = (TARGET_TYPES as readonly string[]).includes(input.target_type);
+  if (!kindOk) details.push({ field: 'target_type', message: `must be one of: ${TARGET_TYPES.join(', ')}` });
+  if (rule && input.points > rules[rule].points) {
+    details.push({
+      field: 'points',
+      message: `may be at most ${rules[rule].points}, the points of the rule for ${input.event}`,
+    });
+  }
+  if (details.length > 0) throw badUpdate(details);
+
+  return ctx.db.transaction().execute(async (trx) => {
+    await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres');
+    const row = await findKarmaByUuid(trx, uuid);
+    if (!row || row.user_uuid !== userUuid) throw objectNotFound('karma record');
+    const target = await findTarget(trx, input.target_type as TargetKind, input.target_uuid, userUuid);
+    if (!target) {
+      throw badUpdate([
+        {
+          field: 'target_uuid',
+          message: `no ${input.target_type} with this uuid exists (or you may not see it); give an existing item of target_type`,
+        },
+      ]);
+    }
+    const now = nowIso();
+    await updateKarma(trx, uuid, {
+      event: input.event,
+      target_uuid: target.uuid,
+      target_type: input.target_type,
+      karma_type: input.karma_type,
+      points: input.points,
+      updated_at: now,
+    });
+    await addToUserKarma(
+      trx,
+      userUuid,
+      signed(input.karma_type, input.points) - signed(row.karma_type, Number(row.points)),
+    );
+    const updated = await findKarmaByUuid(trx, uuid);
+    return toKarma(updated as KarmaRow);
+  });
+}
+
+function badUpdate(details: ErrorDetail[]): ApiError {
+  return new ApiError(
+    'invalid_request',
+    `The karma update is not valid: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`,
+    details,
+  );
+}
+
+/** Deletes one of the caller's records and takes its value out of the total, in one transaction. */
+export async function deleteKarmaRecord(ctx: Context, userUuid: string, uuid: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres');
+    const row = await findKarmaByUuid(trx, uuid);
+    if (!row || row.user_uuid !== userUuid) throw objectNotFound('karma record');
+    await deleteKarma(trx, uuid);
+    await addToUserKarma(trx, userUuid, -signed(row.karma_type, Number(row.points)));
+  });
+}
+
+/** Properties of GET /karma that sortby and filterby accept, mapped to columns. */
+export const KARMA_WHITELIST: Whitelist = {
+  uuid: { column: 'uuid', type: 'uuid' },
+  event: { column: 'event', type: 'string' },
+  target_uuid: { column: 'target_uuid', type: 'uuid' },
+  target_type: { column: 'target_type', type: 'enum', values: TARGET_TYPES },
+  karma_type: { column: 'karma_type', type: 'enum', values: ['add', 'subtract'] },
+  points: { column: 'points', type: 'integer' },
+  created_at: { column: 'created_at', type: 'datetime' },
+  updated_at: { column: 'updated_at', type: 'datetime' },
+};
+
+/** The caller's records: one page, the applied window and the exact total. */
+export async function listKarma(
+  ctx: Context,
+  userUuid: string,
+  query: Record<string, unknown>,
+): Promise<{ data: Karma[]; count: { offset: number; limit: number; total: number } }> {
+  const lq: ListQuery = parseListQuery(query, KARMA_WHITELIST, LIST_MAX_OFFSET);
+  const [rows, total] = await Promise.all([
+    listKarmaOfUser(ctx.db, userUuid, lq),
+    countKarmaOfUser(ctx.db, userUuid, lq),
+  ]);
+  return { data: rows.map(toKarma), count: { offset: lq.offset, limit: lq.limit, total } };
+}
+
+/** Result of the invariant check: who differs, out of how many users and records. */
+export interface KarmaCheck {
+  users: number;
+  records: number;
+  mismatches: KarmaMismatch[];
+}
+
+/** Compares every user's stored total with the ledger sum (the invariant the CLI `check` verifies). */
+export async function checkKarmaTotals(db: Db): Promise<KarmaCheck> {
+  const mismatches = await findKarmaMismatches(db);
+  const scope = await countKarmaScope(db);
+  return { ...scope, mismatches };
+}
