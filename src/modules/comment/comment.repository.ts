@@ -1,0 +1,45 @@
+import type { Insertable, Updateable } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import { visibleTo } from '../connection/visibility.ts';
+import type { CommentTable } from './comment.table.ts';
+
+/** Stores a new comment row. */
+export async function insertComment(db: Db, row: Insertable<CommentTable>): Promise<void> {
+  await db.insertInto('comments').values(row).execute();
+}
+
+/** A comment row by uuid, whoever may see it. */
+export async function findCommentByUuid(db: Db, uuid: string) {
+  return db.selectFrom('comments').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+}
+
+/** A comment row by uuid if `viewer` (null for a guest) may see its post. */
+export async function findVisibleComment(db: Db, uuid: string, viewer: string | null) {
+  return db
+    .selectFrom('comments')
+    .innerJoin('posts', 'posts.uuid', 'comments.post_uuid')
+    .selectAll('comments')
+    .where('comments.uuid', '=', uuid)
+    .where(visibleTo(viewer, 'posts.user_uuid', 'posts.visibility'))
+    .executeTakeFirst();
+}
+
+/** Changes a comment row. */
+export async function updateCommentRow(db: Db, uuid: string, patch: Updateable<CommentTable>): Promise<void> {
+  await db.updateTable('comments').set(patch).where('uuid', '=', uuid).execute();
+}
+
+/** Removes a comment row. */
+export async function deleteCommentRow(db: Db, uuid: string): Promise<void> {
+  await db.deleteFrom('comments').where('uuid', '=', uuid).execute();
+}
+
+/** Comments under a post. */
+export async function findCommentsOfPost(db: Db, postUuid: string) {
+  return db.selectFrom('comments').selectAll().where('post_uuid', '=', postUuid).orderBy('uuid').execute();
+}
+
+/** Comments a user wrote. */
+export async function findCommentsOfUser(db: Db, userUuid: string) {
+  return db.selectFrom('comments').selectAll().where('user_uuid', '=', userUuid).orderBy('uuid').execute();
+}

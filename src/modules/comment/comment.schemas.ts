@@ -1,0 +1,51 @@
+import { type Static, Type } from 'typebox';
+import { BODY_MAX } from '../post/post.schemas.ts';
+import { languageSchema } from '../user/languages.ts';
+
+/** A comment as the API returns it; its visibility is its post's. */
+export const CommentSchema = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid' }),
+    type: Type.Literal('comment'),
+    post_uuid: Type.String({ format: 'uuid' }),
+    user_uuid: Type.String({ format: 'uuid', description: 'The author.' }),
+    body: Type.String(),
+    language: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+/** Comment as a TypeScript value. */
+export type Comment = Static<typeof CommentSchema>;
+
+/** Path parameters of the comment operations (and of the post a comment is added to). */
+export const CommentParams = Type.Object(
+  { uuid: Type.String({ format: 'uuid', description: 'uuid of the comment (of the post, when creating)' }) },
+  { additionalProperties: false },
+);
+
+const Body = Type.String({
+  minLength: 1,
+  maxLength: BODY_MAX,
+  description: `Text, 1 to ${BODY_MAX} characters.`,
+});
+
+/** Body of POST /posts/{uuid}/comments. */
+export const CreateCommentBody = Type.Object(
+  { body: Body, language: Type.Optional(languageSchema) },
+  { additionalProperties: false },
+);
+
+/** Input of comment creation. */
+export type CreateCommentInput = Static<typeof CreateCommentBody>;
+
+/** Body of POST /comments/{uuid}/update. */
+export const UpdateCommentBody = Type.Object({ body: Body }, { additionalProperties: false });
+
+/** Input of comment update. */
+export type UpdateCommentInput = Static<typeof UpdateCommentBody>;
+
+/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });

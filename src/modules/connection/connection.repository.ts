@@ -1,0 +1,97 @@
+import type { Insertable } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import { applyFilters, applyOrderAndWindow, type ListQuery } from '../../http/list-query.ts';
+import type { ConnectionTable } from './connection.table.ts';
+
+/** The key that makes one connection per pair, whichever side asked: the two uuids in sorted order. */
+export function pairKey(a: string, b: string): string {
+  return a < b ? `${a}:${b}` : `${b}:${a}`;
+}
+
+/** Whether a database error is a unique-constraint violation (on either engine). */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; errcode?: unknown; message?: unknown };
+  if (e?.code === '23505') return true;
+  const errcode = Number(e?.errcode);
+  return errcode === 2067 || errcode === 1555 || /UNIQUE constraint failed/.test(String(e?.message ?? ''));
+}
+
+/** Stores a new connection row. */
+export async function insertConnection(db: Db, row: Insertable<ConnectionTable>): Promise<void> {
+  await db.insertInto('connections').values(row).execute();
+}
+
+/** A connection row by uuid. */
+export async function findConnectionByUuid(db: Db, uuid: string) {
+  return db.selectFrom('connections').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+}
+
+/** The connection of a pair of users, whichever side asked. */
+export async function findConnectionByPair(db: Db, a: string, b: string) {
+  return db.selectFrom('connections').selectAll().where('pair_key', '=', pairKey(a, b)).executeTakeFirst();
+}
+
+/** Sets a connection's status. */
+export async function updateConnectionStatus(db: Db, uuid: string, status: string, now: string) {
+  await db.updateTable('connections').set({ status, updated_at: now }).where('uuid', '=', uuid).execute();
+}
+
+/** Removes a connection row. */
+export async function deleteConnectionRow(db: Db, uuid: string): Promise<void> {
+  await db.deleteFrom('connections').where('uuid', '=', uuid).execute();
+}
+
+/** Records both directions of a friendship. */
+export async function insertFriendPair(db: Db, a: string, b: string): Promise<void> {
+  await db
+    .insertInto('friends')
+    .values([
+      { user_uuid: a, friend_uuid: b },
+      { user_uuid: b, friend_uuid: a },
+    ])
+    .execute();
+}
+
+/** Removes both directions of a friendship. */
+export async function deleteFriendPair(db: Db, a: string, b: string): Promise<void> {
+  await db
+    .deleteFrom('friends')
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('user_uuid', '=', a), eb('friend_uuid', '=', b)]),
+        eb.and([eb('user_uuid', '=', b), eb('friend_uuid', '=', a)]),
+      ]),
+    )
+    .execute();
+}
+
+/** Every connection a user is a side of. */
+export async function findConnectionsOfUser(db: Db, userUuid: string) {
+  return db
+    .selectFrom('connections')
+    .selectAll()
+    .where((eb) => eb.or([eb('user_uuid', '=', userUuid), eb('target_user_uuid', '=', userUuid)]))
+    .orderBy('uuid')
+    .execute();
+}
+
+/** One page of a user's connections, filtered and sorted by the list query, with the exact filtered total. */
+export async function listConnectionsOfUser(db: Db, userUuid: string, lq: ListQuery) {
+  const base = applyFilters(
+    db
+      .selectFrom('connections')
+      .where((eb) =>
+        eb.or([
+          eb('connections.user_uuid', '=', userUuid),
+          eb('connections.target_user_uuid', '=', userUuid),
+        ]),
+      ),
+    lq,
+    'connections.uuid',
+  );
+  const rows = await applyOrderAndWindow(base.selectAll('connections'), lq, 'connections.uuid', [
+    { column: 'connections.created_at', direction: 'desc' },
+  ]).execute();
+  const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return { rows, total: Number(total.n) };
+}

@@ -1,0 +1,41 @@
+import type { Insertable } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import { visibleTo } from '../connection/visibility.ts';
+import type { MediaTable } from './media.table.ts';
+
+/** Stores a new media row. */
+export async function insertMedia(db: Db, row: Insertable<MediaTable>): Promise<void> {
+  await db.insertInto('media').values(row).execute();
+}
+
+/** A media row by uuid, whoever may see it. */
+export async function findMediaByUuid(db: Db, uuid: string) {
+  return db.selectFrom('media').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+}
+
+/** A media row by uuid if `viewer` (null for a guest) may see it. */
+export async function findVisibleMedia(db: Db, uuid: string, viewer: string | null) {
+  return db
+    .selectFrom('media')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .where(visibleTo(viewer, 'media.user_uuid', 'media.visibility'))
+    .executeTakeFirst();
+}
+
+/** Removes a media row. */
+export async function deleteMediaRow(db: Db, uuid: string): Promise<void> {
+  await db.deleteFrom('media').where('uuid', '=', uuid).execute();
+}
+
+/** Media a user uploaded. */
+export async function findMediaOfUser(db: Db, userUuid: string) {
+  return db.selectFrom('media').selectAll().where('user_uuid', '=', userUuid).orderBy('uuid').execute();
+}
+
+/** Which of these media uuids still have a row. */
+export async function findExistingMediaUuids(db: Db, uuids: string[]): Promise<string[]> {
+  if (uuids.length === 0) return [];
+  const rows = await db.selectFrom('media').select('uuid').where('uuid', 'in', uuids).execute();
+  return rows.map((r) => r.uuid);
+}

@@ -1,0 +1,179 @@
+import multipart, { type MultipartFile } from '@fastify/multipart';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Context } from '../../context.ts';
+import { DataEnvelope, ok, okStatus, StatusEnvelope } from '../../http/envelope.ts';
+import { ApiError, invalidField } from '../../http/errors.ts';
+import {
+  MediaFileResponse,
+  MediaParams,
+  MediaSchema,
+  NoQuery,
+  UploadMediaBody,
+  type UploadMediaInput,
+} from './media.schemas.ts';
+import * as service from './media.service.ts';
+
+type WithUuid = { Params: { uuid: string } };
+
+/** Errors of the multipart parser (busboy) turned into the service's own codes, so they get the envelope. */
+function multipartError(error: FastifyError): Error {
+  switch (error.code) {
+    case 'FST_FILES_LIMIT':
+      return invalidField('file', 'send exactly one file, in the field named file');
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new ApiError(
+        'invalid_request',
+        'The form has too many fields; send file plus title, description, visibility and language.',
+      );
+    case 'FST_PROTO_VIOLATION':
+      return new ApiError('invalid_request', 'A form field name is not allowed.');
+  }
+  if (
+    !(error instanceof ApiError) &&
+    /Unexpected end of (form|file)|Malformed|Boundary not found|terminated early|Unexpected end of multipart/i.test(
+      error.message,
+    )
+  ) {
+    return new ApiError(
+      'invalid_request',
+      'The multipart/form-data body could not be read; send a well-formed form with a file field.',
+    );
+  }
+  return error;
+}
+
+/** Media: multipart upload streamed to MEDIA_DIR, read, download, delete. */
+export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Context }): Promise<void> {
+  const { ctx } = opts;
+  const viewer = (request: FastifyRequest) => request.auth?.userUuid ?? null;
+  const owner = async (request: FastifyRequest, c: Context) =>
+    service.mediaOwner(c, (request.params as { uuid: string }).uuid);
+  // The file received for a request; it never becomes part of the validated body.
+  const uploads = new WeakMap<FastifyRequest, service.ReceivedUpload>();
+
+  const parentHandler = app.errorHandler;
+  app.setErrorHandler(function (error: FastifyError, request, reply) {
+    return parentHandler.call(this, multipartError(error) as FastifyError, request, reply);
+  });
+
+  await app.register(multipart, {
+    // Text fields become the body (validated by the schema); the file is streamed to disk by onFile.
+    attachFieldsToBody: 'keyValues',
+    limits: {
+      fileSize: ctx.config.MEDIA_MAX_BYTES,
+      files: 1,
+      fields: 10,
+      parts: 12,
+      fieldSize: 16 * 1024,
+      fieldNameSize: 100,
+      headerPairs: 50,
+    },
+    async onFile(this: FastifyRequest, part: MultipartFile) {
+      if (this.routeOptions.url !== '/media') {
+        part.file.resume();
+        throw new ApiError('unsupported_media_type', 'This operation takes no file; send JSON or no body.');
+      }
+      if (part.fieldname !== 'file') {
+        part.file.resume();
+        throw invalidField(
+          part.fieldname.slice(0, 60),
+          'is not a file field; send the file in the field named file',
+        );
+      }
+      uploads.set(this, await service.receiveUpload(ctx, part.file));
+      // keyValues puts `value` into the body, so the schema sees that the file field was sent.
+      (part as unknown as { value: string }).value = part.filename || 'file';
+    },
+  });
+
+  // Whatever answer a request gets, a received file that was not recorded is removed before the answer leaves.
+  app.addHook('onSend', async (request, _reply, payload) => {
+    const upload = uploads.get(request);
+    if (upload) await service.discardUpload(upload);
+    return payload;
+  });
+
+  app.post<{ Body: UploadMediaInput & { file: string } }>(
+    '/media',
+    {
+      config: { access: 'logged' },
+      schema: {
+        tags: ['media'],
+        summary: 'Upload a file (multipart/form-data: file, title?, description?, visibility?, language?)',
+        querystring: NoQuery,
+        consumes: ['multipart/form-data'],
+        body: UploadMediaBody,
+        response: { 201: DataEnvelope(MediaSchema) },
+      },
+    },
+    async (request, reply) => {
+      const upload = uploads.get(request);
+      if (!upload) {
+        throw new ApiError(
+          'unsupported_media_type',
+          'Upload media as multipart/form-data with the file in a field named file.',
+        );
+      }
+      const { file: _file, ...input } = request.body;
+      const media = await service.createMedia(ctx, request.auth?.userUuid as string, upload, input);
+      return reply.status(201).send(ok(media));
+    },
+  );
+
+  app.get<WithUuid>(
+    '/media/:uuid',
+    {
+      config: { access: 'public' },
+      schema: {
+        tags: ['media'],
+        summary: 'Read a media record the caller may see',
+        querystring: NoQuery,
+        params: MediaParams,
+        response: { 200: DataEnvelope(MediaSchema) },
+      },
+    },
+    async (request) => ok(await service.getMedia(ctx, request.params.uuid, viewer(request))),
+  );
+
+  app.get<WithUuid>(
+    '/media/:uuid/file',
+    {
+      config: { access: 'public' },
+      schema: {
+        tags: ['media'],
+        summary: 'Download the bytes of a media record the caller may see',
+        querystring: NoQuery,
+        params: MediaParams,
+        response: { 200: MediaFileResponse },
+      },
+    },
+    async (request, reply) => {
+      const file = await service.openMediaFile(ctx, request.params.uuid, viewer(request));
+      return reply
+        .type(file.contentType)
+        .header('content-length', file.size)
+        .header('content-disposition', `attachment; filename="${file.fileName}"`)
+        .header('x-content-type-options', 'nosniff')
+        .send(file.stream);
+    },
+  );
+
+  app.post<WithUuid>(
+    '/media/:uuid/delete',
+    {
+      config: { access: 'owner', owner, ownerKind: 'media' },
+      schema: {
+        tags: ['media'],
+        summary: 'Delete a media record and its file (its uploader only)',
+        querystring: NoQuery,
+        params: MediaParams,
+        response: { 200: StatusEnvelope },
+      },
+    },
+    async (request) => {
+      await service.deleteMedia(ctx, request.params.uuid);
+      return okStatus();
+    },
+  );
+}

@@ -1,0 +1,277 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { fileTypeFromBuffer } from 'file-type';
+import type { Selectable } from 'kysely';
+import type { Context } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
+import { nowIso, uuidv7 } from '../../db/time.ts';
+import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
+import { findUserByUuid } from '../user/user.repository.ts';
+import * as repo from './media.repository.ts';
+import type { Media, UploadMediaInput } from './media.schemas.ts';
+import type { MediaTable } from './media.table.ts';
+
+/** Bytes file-type needs to recognise every format it knows. */
+const SNIFF_BYTES = 4100;
+
+/** A file received into MEDIA_DIR under a temporary name, not yet recorded. */
+export interface ReceivedUpload {
+  tempPath: string;
+  storageKey: string;
+  size: number;
+  contentType: string;
+}
+
+/** Whether a detected content type is on the allow-list: images, video, audio and PDF. */
+export function isAllowedContentType(mime: string): boolean {
+  return /^(image|video|audio)\//.test(mime) || mime === 'application/pdf';
+}
+
+function mediaDir(ctx: Context): string {
+  return resolve(ctx.config.MEDIA_DIR);
+}
+
+function storagePath(ctx: Context, storageKey: string): string {
+  return join(mediaDir(ctx), storageKey);
+}
+
+function tooLarge(ctx: Context): ApiError {
+  return new ApiError(
+    'payload_too_large',
+    `The file is larger than ${ctx.config.MEDIA_MAX_BYTES} bytes, the most this server accepts (MEDIA_MAX_BYTES). Send a smaller file.`,
+  );
+}
+
+async function sniff(head: Buffer): Promise<string | ApiError> {
+  const detected = await fileTypeFromBuffer(head);
+  if (!detected || !isAllowedContentType(detected.mime)) {
+    return new ApiError(
+      'unsupported_media_type',
+      `The file's content (${detected?.mime ?? 'not recognised'}) is not accepted; upload an image, video, audio file or PDF.`,
+    );
+  }
+  return detected.mime;
+}
+
+/**
+ * Streams an uploaded file into MEDIA_DIR under a temporary name, never holding it whole in memory: counts the
+ * bytes (the stream is cut at MEDIA_MAX_BYTES and marked `truncated`) and sniffs the type from the first bytes.
+ * On any failure the temporary file is removed and the rest of the stream is drained, then the error is thrown.
+ */
+export async function receiveUpload(
+  ctx: Context,
+  stream: Readable & { truncated?: boolean },
+): Promise<ReceivedUpload> {
+  await mkdir(mediaDir(ctx), { recursive: true });
+  const storageKey = randomBytes(16).toString('hex');
+  const tempPath = join(mediaDir(ctx), `.upload-${storageKey}.tmp`);
+  const out = createWriteStream(tempPath, { flags: 'wx' });
+  let size = 0;
+  const head: Buffer[] = [];
+  let headLength = 0;
+  let contentType: string | undefined;
+  let failure: ApiError | undefined;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      // After a failure the rest is read and dropped, so the request ends cleanly and nothing more is written.
+      if (failure) continue;
+      if (contentType === undefined) {
+        head.push(chunk);
+        headLength += chunk.length;
+        if (headLength >= SNIFF_BYTES) {
+          const result = await sniff(Buffer.concat(head).subarray(0, SNIFF_BYTES));
+          if (result instanceof ApiError) failure = result;
+          else contentType = result;
+        }
+      }
+      if (failure) continue;
+      if (!out.write(chunk)) await once(out, 'drain');
+    }
+    if (stream.truncated || size > ctx.config.MEDIA_MAX_BYTES) failure = tooLarge(ctx);
+    if (!failure && size === 0) failure = invalidField('file', 'is empty; choose a file with content');
+    if (!failure && contentType === undefined) {
+      const result = await sniff(Buffer.concat(head));
+      if (result instanceof ApiError) failure = result;
+      else contentType = result;
+    }
+    out.end();
+    await once(out, 'finish');
+    if (failure) throw failure;
+    return { tempPath, storageKey, size, contentType: contentType as string };
+  } catch (err) {
+    out.destroy();
+    stream.resume();
+    await rm(tempPath, { force: true });
+    throw err;
+  }
+}
+
+/** Removes a received file that will not be recorded. */
+export async function discardUpload(upload: ReceivedUpload): Promise<void> {
+  await rm(upload.tempPath, { force: true });
+}
+
+/** Maps a media row to the API object. */
+export function toMedia(row: Selectable<MediaTable>): Media {
+  return {
+    uuid: row.uuid,
+    type: 'media',
+    user_uuid: row.user_uuid,
+    title: row.title,
+    description: row.description,
+    content_type: row.content_type,
+    size: Number(row.size),
+    visibility: row.visibility as Media['visibility'],
+    language: row.language,
+    created_at: row.created_at,
+  };
+}
+
+/**
+ * Records a received upload: the row and mediaCreated in one transaction, the file renamed to its storage key as
+ * the last step before commit. If anything fails, neither the row nor the file remains.
+ */
+export async function createMedia(
+  ctx: Context,
+  userUuid: string,
+  upload: ReceivedUpload,
+  input: UploadMediaInput,
+): Promise<Media> {
+  const finalPath = storagePath(ctx, upload.storageKey);
+  try {
+    return await ctx.db.transaction().execute(async (trx) => {
+      const owner = await findUserByUuid(trx, userUuid);
+      const now = nowIso();
+      const row = {
+        uuid: uuidv7(),
+        user_uuid: userUuid,
+        title: input.title ?? null,
+        description: input.description ?? null,
+        content_type: upload.contentType,
+        size: upload.size,
+        visibility: input.visibility ?? 'public',
+        language: input.language ?? owner?.language ?? 'en',
+        storage_key: upload.storageKey,
+        created_at: now,
+        updated_at: now,
+      };
+      await repo.insertMedia(trx, row);
+      await ctx.bus.emit(trx, {
+        name: 'mediaCreated',
+        actorUuid: userUuid,
+        targetUuid: row.uuid,
+        targetType: 'media',
+      });
+      await rename(upload.tempPath, finalPath);
+      return toMedia(row);
+    });
+  } catch (err) {
+    await rm(upload.tempPath, { force: true });
+    await rm(finalPath, { force: true });
+    throw err;
+  }
+}
+
+/** A media record the viewer may see, or 404 exactly as for a missing one. */
+export async function getMedia(ctx: Context, uuid: string, viewer: string | null): Promise<Media> {
+  const row = await repo.findVisibleMedia(ctx.db, uuid, viewer);
+  if (!row) throw objectNotFound('media');
+  return toMedia(row);
+}
+
+/** A file name safe in a Content-Disposition header: the title (or the uuid) in plain ASCII, plus an extension. */
+export function safeFileName(row: Pick<Media, 'uuid' | 'title' | 'content_type'>): string {
+  const base = (row.title ?? '')
+    .normalize('NFKD')
+    .replace(/[^A-Za-z0-9._ -]/g, '')
+    .replace(/\s+/g, '_')
+    .replace(/^[._-]+/, '')
+    .slice(0, 100);
+  const ext = (row.content_type.split('/')[1] ?? 'bin').replace(/[^a-z0-9]/gi, '').slice(0, 10) || 'bin';
+  return `${base || `media-${row.uuid}`}.${ext}`;
+}
+
+/** The bytes of a visible media record, as a stream with what the response headers need; 404 otherwise. */
+export async function openMediaFile(ctx: Context, uuid: string, viewer: string | null) {
+  const row = await repo.findVisibleMedia(ctx.db, uuid, viewer);
+  if (!row) throw objectNotFound('media');
+  const path = storagePath(ctx, row.storage_key);
+  const info = await stat(path).catch(() => undefined);
+  if (!info) throw objectNotFound('media file');
+  const media = toMedia(row);
+  return {
+    stream: createReadStream(path),
+    contentType: media.content_type,
+    size: info.size,
+    fileName: safeFileName(media),
+  };
+}
+
+/** The owner of a media record, or undefined when it does not exist (for the owner check). */
+export async function mediaOwner(ctx: Context, uuid: string): Promise<string | undefined> {
+  return (await repo.findMediaByUuid(ctx.db, uuid))?.user_uuid;
+}
+
+/** Deletes a media row inside `trx`, mediaDeleted first; the caller removes the file once committed. */
+export async function deleteMediaInTrx(ctx: Context, trx: Db, row: Selectable<MediaTable>): Promise<void> {
+  await ctx.bus.emit(trx, {
+    name: 'mediaDeleted',
+    actorUuid: row.user_uuid,
+    targetUuid: row.uuid,
+    targetType: 'media',
+  });
+  await repo.deleteMediaRow(trx, row.uuid);
+}
+
+/** Deletes a media record (the owner check ran before) and, after the commit, its file. */
+export async function deleteMedia(ctx: Context, uuid: string): Promise<void> {
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const found = await repo.findMediaByUuid(trx, uuid);
+    if (!found) throw objectNotFound('media');
+    await deleteMediaInTrx(ctx, trx, found);
+    return found;
+  });
+  await rm(storagePath(ctx, row.storage_key), { force: true });
+}
+
+/**
+ * Removes the files of media rows deleted inside a transaction this module does not commit (userDeleted): once a
+ * row is gone for good the file goes; while it is still visible (uncommitted) it is checked again; a row still
+ * there after a minute means the transaction rolled back, and its file stays.
+ */
+function removeFilesAfterCommit(ctx: Context, rows: { uuid: string; storage_key: string }[]): void {
+  let pending = rows;
+  let attempts = 0;
+  const check = async () => {
+    attempts++;
+    try {
+      const still = new Set(
+        await repo.findExistingMediaUuids(
+          ctx.db,
+          pending.map((r) => r.uuid),
+        ),
+      );
+      for (const r of pending)
+        if (!still.has(r.uuid)) await rm(storagePath(ctx, r.storage_key), { force: true });
+      pending = pending.filter((r) => still.has(r.uuid));
+    } catch {
+      return; // the database is closed (shutdown): leave the files for a later sweep
+    }
+    if (pending.length > 0 && attempts < 60) setTimeout(check, 1000).unref();
+  };
+  setTimeout(check, 20).unref();
+}
+
+/** Subscribes the media module: a deleted user's media go with them (rows now, files after the commit). */
+export function subscribeMedia(ctx: Context): void {
+  ctx.bus.on(['userDeleted'], async (trx, event) => {
+    const rows = await repo.findMediaOfUser(trx, event.targetUuid);
+    for (const row of rows) await deleteMediaInTrx(ctx, trx, row);
+    if (rows.length > 0) removeFilesAfterCommit(ctx, rows);
+  });
+}

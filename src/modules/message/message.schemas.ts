@@ -1,0 +1,52 @@
+import { type Static, Type } from 'typebox';
+import { pagingQuery } from '../../http/paging.ts';
+import { BODY_MAX } from '../post/post.schemas.ts';
+import { languageSchema } from '../user/languages.ts';
+
+/** A private message as the API returns it (type `messages`, the spec's name in search results). */
+export const MessageSchema = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid' }),
+    type: Type.Literal('messages'),
+    user_uuid: Type.String({ format: 'uuid', description: 'The sender.' }),
+    recipient_uuid: Type.String({ format: 'uuid' }),
+    body: Type.String(),
+    language: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+/** Message as a TypeScript value. */
+export type Message = Static<typeof MessageSchema>;
+
+/** Path parameters of the message operations. */
+export const MessageParams = Type.Object(
+  { uuid: Type.String({ format: 'uuid', description: 'uuid of the message' }) },
+  { additionalProperties: false },
+);
+
+/** Body of POST /messages. */
+export const CreateMessageBody = Type.Object(
+  {
+    recipient_uuid: Type.String({ format: 'uuid', description: 'The user to send the message to.' }),
+    body: Type.String({
+      minLength: 1,
+      maxLength: BODY_MAX,
+      description: `Text, 1 to ${BODY_MAX} characters.`,
+    }),
+    language: Type.Optional(languageSchema),
+  },
+  { additionalProperties: false },
+);
+
+/** Input of message creation. */
+export type CreateMessageInput = Static<typeof CreateMessageBody>;
+
+/** Query string of GET /messages. */
+export function messageListQuery(limitMax: number) {
+  return Type.Object(pagingQuery(limitMax), { additionalProperties: false });
+}
+
+/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -1,0 +1,38 @@
+import type { Insertable, Updateable } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import type { NetworkTable } from './network.table.ts';
+
+/** Stores a new network row. */
+export async function insertNetwork(db: Db, row: Insertable<NetworkTable>): Promise<void> {
+  await db.insertInto('networks').values(row).execute();
+}
+
+/** A network row by uuid. */
+export async function findNetworkByUuid(db: Db, uuid: string) {
+  return db.selectFrom('networks').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+}
+
+/** Changes a network row. */
+export async function updateNetworkRow(db: Db, uuid: string, patch: Updateable<NetworkTable>): Promise<void> {
+  await db.updateTable('networks').set(patch).where('uuid', '=', uuid).execute();
+}
+
+/** Detaches every member and post from a network, so nothing points at it once it is gone. */
+export async function clearNetworkReferences(db: Db, uuid: string, now: string): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ network_uuid: null, updated_at: now })
+    .where('network_uuid', '=', uuid)
+    .execute();
+  await db.updateTable('posts').set({ network_uuid: null }).where('network_uuid', '=', uuid).execute();
+}
+
+/** Removes a network row. */
+export async function deleteNetworkRow(db: Db, uuid: string): Promise<void> {
+  await db.deleteFrom('networks').where('uuid', '=', uuid).execute();
+}
+
+/** Networks a user created. */
+export async function findNetworksOfUser(db: Db, userUuid: string) {
+  return db.selectFrom('networks').selectAll().where('user_uuid', '=', userUuid).orderBy('uuid').execute();
+}

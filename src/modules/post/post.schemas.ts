@@ -1,0 +1,75 @@
+import { type Static, Type } from 'typebox';
+import { languageSchema } from '../user/languages.ts';
+
+/** Who may see an item: everyone, the owner's confirmed friends (and the owner), or the owner alone. */
+export const VISIBILITIES = ['public', 'friends', 'private'] as const;
+
+/** Schema of a visibility value. */
+export const visibilitySchema = Type.Enum([...VISIBILITIES], {
+  type: 'string',
+  description: 'public (everyone), friends (the owner and confirmed friends) or private (the owner).',
+});
+
+/** Largest body of a post, comment or message, in characters. */
+export const BODY_MAX = 5000;
+
+/** A post as the API returns it. */
+export const PostSchema = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid' }),
+    type: Type.Literal('post'),
+    user_uuid: Type.String({ format: 'uuid', description: 'The author.' }),
+    body: Type.String(),
+    visibility: visibilitySchema,
+    language: Type.String(),
+    network_uuid: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+/** Post as a TypeScript value. */
+export type Post = Static<typeof PostSchema>;
+
+/** Path parameters of the post operations. */
+export const PostParams = Type.Object(
+  { uuid: Type.String({ format: 'uuid', description: 'uuid of the post' }) },
+  { additionalProperties: false },
+);
+
+const Body = Type.String({
+  minLength: 1,
+  maxLength: BODY_MAX,
+  description: `Text, 1 to ${BODY_MAX} characters.`,
+});
+
+/** Body of POST /posts. */
+export const CreatePostBody = Type.Object(
+  {
+    body: Body,
+    visibility: Type.Optional(visibilitySchema),
+    language: Type.Optional(languageSchema),
+    network_uuid: Type.Optional(Type.String({ format: 'uuid', description: 'A network to post in.' })),
+  },
+  { additionalProperties: false },
+);
+
+/** Input of post creation. */
+export type CreatePostInput = Static<typeof CreatePostBody>;
+
+/** Body of POST /posts/{uuid}/update: at least one field. */
+export const UpdatePostBody = Type.Object(
+  {
+    body: Type.Optional(Body),
+    visibility: Type.Optional(visibilitySchema),
+    language: Type.Optional(languageSchema),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+/** Input of post update. */
+export type UpdatePostInput = Static<typeof UpdatePostBody>;
+
+/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });

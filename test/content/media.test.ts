@@ -1,0 +1,309 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { crc32, deflateSync } from 'node:zlib';
+import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+
+const MAX_BYTES = 4096;
+
+/** A real 1x1 PNG, built from its chunks. */
+function tinyPng(): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const typed = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(typed));
+    return Buffer.concat([len, typed, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(1, 0);
+  ihdr.writeUInt32BE(1, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // truecolour
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.from([0, 255, 0, 0]))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+/** A multipart/form-data body with text fields and optional files. */
+function form(
+  fields: Record<string, string>,
+  files: { field: string; filename: string; type: string; data: Buffer }[],
+) {
+  const boundary = `----test${randomBytes(8).toString('hex')}`;
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(fields)) {
+    parts.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
+    );
+  }
+  for (const f of files) {
+    parts.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${f.field}"; filename="${f.filename}"\r\nContent-Type: ${f.type}\r\n\r\n`,
+      ),
+      f.data,
+      Buffer.from('\r\n'),
+    );
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return {
+    payload: Buffer.concat(parts),
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+  };
+}
+
+for (const dialect of testDialects()) {
+  describe(`media [${dialect.name}]`, () => {
+    let t: TestApp;
+    let owner: TestUser;
+    let friend: TestUser;
+    let stranger: TestUser;
+    let mediaDir: string;
+    const png = tinyPng();
+
+    before(async () => {
+      mediaDir = mkdtempSync(join(tmpdir(), 'media-test-'));
+      t = await startTestApp(dialect, { MEDIA_DIR: mediaDir, MEDIA_MAX_BYTES: MAX_BYTES });
+      owner = await t.createUser();
+      friend = await t.createUser();
+      stranger = await t.createUser();
+      const req = body(
+        await t.inject({
+          method: 'POST',
+          url: '/connections',
+          token: owner.token,
+          payload: { user_uuid: friend.uuid },
+        }),
+      ).data;
+      await t.inject({ method: 'POST', url: `/connections/${req.uuid}/confirm`, token: friend.token });
+    });
+    after(async () => {
+      await t?.close();
+      rmSync(mediaDir, { recursive: true, force: true });
+    });
+
+    const upload = (
+      token: string,
+      fields: Record<string, string>,
+      files = [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }],
+    ) => {
+      const f = form(fields, files);
+      return t.inject({ method: 'POST', url: '/media', token, payload: f.payload, headers: f.headers });
+    };
+    const mediaRows = async () => (await t.ctx.db.selectFrom('media').select('uuid').execute()).length;
+    const filesOnDisk = () => readdirSync(mediaDir);
+
+    it('uploads a PNG (201), sniffs its type, and serves it back to those allowed', async () => {
+      const res = await upload(owner.token, {
+        title: 'A dot',
+        description: 'One pixel',
+        visibility: 'friends',
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const m = body(res).data;
+      assert.deepEqual(Object.keys(m).sort(), [
+        'content_type',
+        'created_at',
+        'description',
+        'language',
+        'size',
+        'title',
+        'type',
+        'user_uuid',
+        'uuid',
+        'visibility',
+      ]);
+      assert.equal(m.type, 'media');
+      assert.equal(m.content_type, 'image/png');
+      assert.equal(m.size, png.length);
+      assert.equal(m.visibility, 'friends');
+      assert.equal(m.language, 'en');
+      assert.equal(filesOnDisk().length, 1);
+      assert.ok(!filesOnDisk()[0]?.includes('tmp'), 'the temporary name was renamed');
+
+      for (const [token, status] of [
+        [t.guest, 404],
+        [stranger.token, 404],
+        [friend.token, 200],
+        [owner.token, 200],
+      ] as const) {
+        const meta = await t.inject({ method: 'GET', url: `/media/${m.uuid}`, token });
+        assert.equal(meta.statusCode, status);
+        const file = await t.inject({ method: 'GET', url: `/media/${m.uuid}/file`, token });
+        assert.equal(file.statusCode, status);
+        if (status === 200) {
+          assert.equal(file.headers['content-type'], 'image/png');
+          assert.equal(file.headers['x-content-type-options'], 'nosniff');
+          assert.equal(file.headers['content-disposition'], 'attachment; filename="A_dot.png"');
+          assert.deepEqual(file.rawPayload, png);
+        } else {
+          assert.equal(body(file).error.code, 'object_not_found');
+        }
+      }
+    });
+
+    it('refuses an oversize file with 413 and leaves no row and no file', async () => {
+      const rows = await mediaRows();
+      const files = filesOnDisk().length;
+      const big = Buffer.concat([png, randomBytes(MAX_BYTES)]);
+      const res = await upload(owner.token, { title: 'big' }, [
+        { field: 'file', filename: 'big.png', type: 'image/png', data: big },
+      ]);
+      assert.equal(res.statusCode, 413, res.body);
+      assert.equal(body(res).status, 'ERROR');
+      assert.equal(body(res).error.code, 'payload_too_large');
+      assert.equal(await mediaRows(), rows);
+      assert.equal(filesOnDisk().length, files);
+    });
+
+    it('refuses a disallowed type with 415 whatever the client claims, leaving nothing', async () => {
+      const rows = await mediaRows();
+      const files = filesOnDisk().length;
+      for (const data of [Buffer.from('<html><script>alert(1)</script></html>'), Buffer.alloc(5000, 'a')]) {
+        const res = await upload(owner.token, {}, [
+          { field: 'file', filename: 'x.png', type: 'image/png', data },
+        ]);
+        assert.equal(res.statusCode, data.length > MAX_BYTES ? 413 : 415, res.body);
+      }
+      const res = await upload(owner.token, {}, [
+        {
+          field: 'file',
+          filename: 'x.png',
+          type: 'image/png',
+          data: Buffer.from('plain text, not an image'),
+        },
+      ]);
+      assert.equal(res.statusCode, 415);
+      assert.equal(body(res).error.code, 'unsupported_media_type');
+      assert.equal(await mediaRows(), rows);
+      assert.equal(filesOnDisk().length, files);
+    });
+
+    it('rejects bad form fields with 400 in the envelope, leaving nothing', async () => {
+      const rows = await mediaRows();
+      const files = filesOnDisk().length;
+      const cases: Record<string, string>[] = [
+        { title: 'x'.repeat(201) },
+        { description: 'x'.repeat(2001) },
+        { visibility: 'everyone' },
+        { language: 'xx' },
+        { user_uuid: stranger.uuid },
+        { storage_key: '../../etc/passwd' },
+      ];
+      for (const fields of cases) {
+        const res = await upload(owner.token, fields);
+        assert.equal(res.statusCode, 400, JSON.stringify(fields));
+        assert.equal(body(res).error.code, 'invalid_request');
+      }
+      const noFile = await upload(owner.token, { title: 'nothing' }, []);
+      assert.equal(noFile.statusCode, 400);
+      const wrongField = await upload(owner.token, {}, [
+        { field: 'image', filename: 'dot.png', type: 'image/png', data: png },
+      ]);
+      assert.equal(wrongField.statusCode, 400);
+      const twoFiles = await upload(owner.token, {}, [
+        { field: 'file', filename: 'a.png', type: 'image/png', data: png },
+        { field: 'file', filename: 'b.png', type: 'image/png', data: png },
+      ]);
+      assert.equal(twoFiles.statusCode, 400);
+      const broken = await t.inject({
+        method: 'POST',
+        url: '/media',
+        token: owner.token,
+        payload: '--nope\r\ngarbage',
+        headers: { 'content-type': 'multipart/form-data; boundary=nope' },
+      });
+      assert.equal(broken.statusCode, 400);
+      assert.equal(body(broken).status, 'ERROR');
+      const elsewhere = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
+      const misplaced = await t.inject({
+        method: 'POST',
+        url: '/media/0190a000-0000-7000-8000-000000000000/delete',
+        token: owner.token,
+        payload: elsewhere.payload,
+        headers: elsewhere.headers,
+      });
+      assert.equal(misplaced.statusCode, 415);
+      const json = await t.inject({
+        method: 'POST',
+        url: '/media',
+        token: owner.token,
+        payload: { file: 'x' },
+      });
+      assert.equal(json.statusCode, 415);
+      assert.equal(await mediaRows(), rows);
+      assert.equal(filesOnDisk().length, files);
+    });
+
+    it('needs a logged-in user to upload', async () => {
+      const guest = await upload(t.guest, {});
+      assert.equal(guest.statusCode, 403);
+      const none = await t.inject({
+        method: 'POST',
+        url: '/media',
+        payload: form({}, []).payload,
+        headers: form({}, []).headers,
+      });
+      assert.equal(none.statusCode, 401);
+    });
+
+    it('deletes by the owner only, removing the row and the file', async () => {
+      const m = body(await upload(owner.token, { visibility: 'public' })).data;
+      const files = filesOnDisk().length;
+      for (const token of [friend.token, stranger.token]) {
+        const res = await t.inject({ method: 'POST', url: `/media/${m.uuid}/delete`, token });
+        assert.equal(res.statusCode, 404);
+      }
+      const guest = await t.inject({ method: 'POST', url: `/media/${m.uuid}/delete`, token: t.guest });
+      assert.equal(guest.statusCode, 403);
+      const res = await t.inject({ method: 'POST', url: `/media/${m.uuid}/delete`, token: owner.token });
+      assert.equal(res.statusCode, 200);
+      assert.equal(filesOnDisk().length, files - 1);
+      const gone = await t.inject({ method: 'GET', url: `/media/${m.uuid}/file`, token: owner.token });
+      assert.equal(gone.statusCode, 404);
+    });
+
+    it('deleting a user removes their media rows and, after the commit, their files', async () => {
+      const leaving = await t.createUser();
+      const m = body(await upload(leaving.token, {})).data;
+      const key = (
+        await t.ctx.db.selectFrom('media').select('storage_key').where('uuid', '=', m.uuid).executeTakeFirst()
+      )?.storage_key;
+      assert.ok(key && filesOnDisk().includes(key));
+      const res = await t.inject({
+        method: 'POST',
+        url: `/users/${leaving.uuid}/delete`,
+        token: leaving.token,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(
+        await t.ctx.db.selectFrom('media').select('uuid').where('uuid', '=', m.uuid).executeTakeFirst(),
+        undefined,
+      );
+      for (let i = 0; i < 50 && filesOnDisk().includes(key); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(!filesOnDisk().includes(key), 'the file is removed once the deletion committed');
+    });
+
+    it('a subscriber forced to fail leaves neither a row nor a file', async () => {
+      let fail = true;
+      t.ctx.bus.on(['mediaCreated'], async () => {
+        if (fail) throw new Error('subscriber forced to fail');
+      });
+      const rows = await mediaRows();
+      const files = filesOnDisk().length;
+      const res = await upload(owner.token, {});
+      fail = false;
+      assert.equal(res.statusCode, 500);
+      assert.equal(await mediaRows(), rows);
+      assert.equal(filesOnDisk().length, files);
+    });
+  });
+}

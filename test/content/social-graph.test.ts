@@ -1,0 +1,379 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+
+const MISSING = '0190a000-0000-7000-8000-000000000000';
+
+for (const dialect of testDialects()) {
+  describe(`connections, networks and messages [${dialect.name}]`, () => {
+    let t: TestApp;
+    let a: TestUser;
+    let b: TestUser;
+    let c: TestUser;
+    const confirmed: string[] = [];
+
+    before(async () => {
+      t = await startTestApp(dialect);
+      a = await t.createUser();
+      b = await t.createUser();
+      c = await t.createUser();
+      t.ctx.bus.on(['connectionConfirmed'], async (_trx, e) => {
+        confirmed.push(`${e.actorUuid}:${e.data?.user_uuid}:${e.data?.target_user_uuid}`);
+      });
+    });
+    after(async () => t?.close());
+
+    const areFriends = async (x: string, y: string) =>
+      (
+        await t.ctx.db
+          .selectFrom('friends')
+          .selectAll()
+          .where('user_uuid', '=', x)
+          .where('friend_uuid', '=', y)
+          .execute()
+      ).length === 1;
+
+    it('befriends: request, forged confirm refused, confirm by the addressee', async () => {
+      const self = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: a.token,
+        payload: { user_uuid: a.uuid },
+      });
+      assert.equal(self.statusCode, 400);
+      const nobody = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: a.token,
+        payload: { user_uuid: MISSING },
+      });
+      assert.equal(nobody.statusCode, 404);
+      assert.equal(body(nobody).error.code, 'object_not_found');
+      const guest = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: t.guest,
+        payload: { user_uuid: b.uuid },
+      });
+      assert.equal(guest.statusCode, 403);
+      const extra = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: a.token,
+        payload: { user_uuid: b.uuid, status: 'confirmed' },
+      });
+      assert.equal(extra.statusCode, 400);
+
+      const req = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: a.token,
+        payload: { user_uuid: b.uuid },
+      });
+      assert.equal(req.statusCode, 201);
+      const conn = body(req).data;
+      assert.deepEqual(
+        {
+          type: conn.type,
+          user_uuid: conn.user_uuid,
+          target_user_uuid: conn.target_user_uuid,
+          status: conn.status,
+        },
+        { type: 'connection', user_uuid: a.uuid, target_user_uuid: b.uuid, status: 'pending' },
+      );
+      // One connection per pair, whichever side asks.
+      for (const [token, user_uuid] of [
+        [a.token, b.uuid],
+        [b.token, a.uuid],
+      ] as const) {
+        const dup = await t.inject({ method: 'POST', url: '/connections', token, payload: { user_uuid } });
+        assert.equal(dup.statusCode, 409);
+        assert.equal(body(dup).error.code, 'conflict');
+      }
+      // The requester (or a third user) cannot confirm it.
+      for (const token of [a.token, c.token]) {
+        const forged = await t.inject({ method: 'POST', url: `/connections/${conn.uuid}/confirm`, token });
+        assert.equal(forged.statusCode, 404);
+        assert.equal(body(forged).error.code, 'object_not_found');
+      }
+      assert.equal(await areFriends(a.uuid, b.uuid), false);
+      assert.equal(confirmed.length, 0);
+      const ok = await t.inject({ method: 'POST', url: `/connections/${conn.uuid}/confirm`, token: b.token });
+      assert.equal(ok.statusCode, 200);
+      assert.equal(body(ok).data.status, 'confirmed');
+      assert.equal(await areFriends(a.uuid, b.uuid), true);
+      assert.equal(await areFriends(b.uuid, a.uuid), true);
+      assert.deepEqual(confirmed, [`${b.uuid}:${a.uuid}:${b.uuid}`]);
+      // Confirming again changes nothing and emits nothing.
+      const again = await t.inject({
+        method: 'POST',
+        url: `/connections/${conn.uuid}/confirm`,
+        token: b.token,
+      });
+      assert.equal(again.statusCode, 200);
+      assert.equal(confirmed.length, 1);
+    });
+
+    it('lists the caller’s connections with paging, a status filter and an exact total', async () => {
+      const pending = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: c.token,
+        payload: { user_uuid: b.uuid },
+      });
+      assert.equal(pending.statusCode, 201);
+      const all = await t.inject({ method: 'GET', url: '/connections', token: b.token });
+      assert.equal(all.statusCode, 200);
+      assert.equal(body(all).count.total, 2);
+      assert.equal(body(all).data.length, 2);
+      const conf = await t.inject({
+        method: 'GET',
+        url: '/connections?filterby[status][eq]=confirmed',
+        token: b.token,
+      });
+      assert.equal(body(conf).count.total, 1);
+      assert.equal(body(conf).data[0].status, 'confirmed');
+      const page = await t.inject({ method: 'GET', url: '/connections?limit=1&offset=1', token: b.token });
+      assert.deepEqual(body(page).count, { offset: 1, limit: 1, total: 2 });
+      assert.equal(body(page).data.length, 1);
+      const forA = await t.inject({ method: 'GET', url: '/connections', token: a.token });
+      assert.equal(body(forA).count.total, 1);
+      for (const url of [
+        '/connections?filterby[status][eq]=maybe',
+        '/connections?filterby[secret][eq]=x',
+        '/connections?limit=1000',
+        '/connections?sort=uuid',
+      ]) {
+        const bad = await t.inject({ method: 'GET', url, token: b.token });
+        assert.equal(bad.statusCode, 400, url);
+        assert.equal(body(bad).error.code, 'invalid_request');
+      }
+      const guest = await t.inject({ method: 'GET', url: '/connections', token: t.guest });
+      assert.equal(guest.statusCode, 403);
+    });
+
+    it('deletes a connection from either side; strangers get 404', async () => {
+      const list = body(await t.inject({ method: 'GET', url: '/connections', token: a.token })).data;
+      const conn = list[0];
+      const deleted: string[] = [];
+      t.ctx.bus.on(['connectionDeleted'], async (_trx, e) => {
+        deleted.push(e.targetUuid);
+      });
+      const stranger = await t.inject({
+        method: 'POST',
+        url: `/connections/${conn.uuid}/delete`,
+        token: c.token,
+      });
+      assert.equal(stranger.statusCode, 404);
+      const res = await t.inject({ method: 'POST', url: `/connections/${conn.uuid}/delete`, token: b.token });
+      assert.equal(res.statusCode, 200);
+      assert.deepEqual(Object.keys(body(res)).sort(), ['status', 'timestamp']);
+      assert.deepEqual(deleted, [conn.uuid]);
+      assert.equal(await areFriends(a.uuid, b.uuid), false);
+      assert.equal(await areFriends(b.uuid, a.uuid), false);
+      // A pending request withdrawn by its requester emits nothing.
+      const pending = body(await t.inject({ method: 'GET', url: '/connections', token: c.token })).data[0];
+      const withdraw = await t.inject({
+        method: 'POST',
+        url: `/connections/${pending.uuid}/delete`,
+        token: c.token,
+      });
+      assert.equal(withdraw.statusCode, 200);
+      assert.deepEqual(deleted, [conn.uuid]);
+    });
+
+    it('networks: create (201), read, update and delete by the owner only, join, members cleared', async () => {
+      const created = await t.inject({
+        method: 'POST',
+        url: '/networks',
+        token: a.token,
+        payload: { name: 'Climbers', description: 'Rocks', payment_id: 9007199254740991 },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const net = body(created).data;
+      assert.deepEqual(Object.keys(net).sort(), [
+        'created_at',
+        'description',
+        'name',
+        'payment_id',
+        'type',
+        'updated_at',
+        'user_uuid',
+        'uuid',
+      ]);
+      assert.equal(net.payment_id, 9007199254740991);
+      assert.equal(net.user_uuid, a.uuid);
+      const plain = await t.inject({
+        method: 'POST',
+        url: '/networks',
+        token: b.token,
+        payload: { name: 'Plain' },
+      });
+      assert.equal(body(plain).data.payment_id, null);
+      for (const payload of [
+        { name: '' },
+        { name: 'x'.repeat(101) },
+        { name: 'x', payment_id: -1 },
+        { name: 'x', payment_id: 1.5 },
+        { name: 'x', payment_id: 9007199254740992 },
+        { name: 'x', user_uuid: b.uuid },
+        { description: 'no name' },
+      ]) {
+        const bad = await t.inject({ method: 'POST', url: '/networks', token: a.token, payload });
+        assert.equal(bad.statusCode, 400, JSON.stringify(payload));
+      }
+      const guestRead = await t.inject({ method: 'GET', url: `/networks/${net.uuid}`, token: t.guest });
+      assert.equal(guestRead.statusCode, 200);
+      assert.equal(body(guestRead).data.name, 'Climbers');
+      const missing = await t.inject({ method: 'GET', url: `/networks/${MISSING}`, token: t.guest });
+      assert.equal(missing.statusCode, 404);
+
+      for (const token of [b.token, c.token]) {
+        const upd = await t.inject({
+          method: 'POST',
+          url: `/networks/${net.uuid}/update`,
+          token,
+          payload: { name: 'Mine' },
+        });
+        assert.equal(upd.statusCode, 404);
+        const del = await t.inject({ method: 'POST', url: `/networks/${net.uuid}/delete`, token });
+        assert.equal(del.statusCode, 404);
+      }
+      const upd = await t.inject({
+        method: 'POST',
+        url: `/networks/${net.uuid}/update`,
+        token: a.token,
+        payload: { description: 'Rocks and ropes' },
+      });
+      assert.equal(upd.statusCode, 200);
+      assert.equal(body(upd).data.description, 'Rocks and ropes');
+      assert.equal(body(upd).data.name, 'Climbers');
+      const readOnly = await t.inject({
+        method: 'POST',
+        url: `/networks/${net.uuid}/update`,
+        token: a.token,
+        payload: { payment_id: 5 },
+      });
+      assert.equal(readOnly.statusCode, 400);
+
+      const join = await t.inject({ method: 'POST', url: `/networks/${net.uuid}/join`, token: b.token });
+      assert.equal(join.statusCode, 200);
+      const user = body(join).data;
+      assert.equal(user.type, 'user');
+      assert.equal(user.uuid, b.uuid);
+      assert.equal(user.network_uuid, net.uuid);
+      assert.equal(user.email, undefined);
+      const guestJoin = await t.inject({ method: 'POST', url: `/networks/${net.uuid}/join`, token: t.guest });
+      assert.equal(guestJoin.statusCode, 403);
+      const joinMissing = await t.inject({
+        method: 'POST',
+        url: `/networks/${MISSING}/join`,
+        token: c.token,
+      });
+      assert.equal(joinMissing.statusCode, 404);
+      await t.inject({ method: 'POST', url: `/networks/${net.uuid}/join`, token: c.token });
+
+      const del = await t.inject({ method: 'POST', url: `/networks/${net.uuid}/delete`, token: a.token });
+      assert.equal(del.statusCode, 200);
+      const members = await t.ctx.db
+        .selectFrom('users')
+        .select('uuid')
+        .where('network_uuid', '=', net.uuid)
+        .execute();
+      assert.equal(members.length, 0);
+      const gone = await t.inject({ method: 'GET', url: `/networks/${net.uuid}`, token: a.token });
+      assert.equal(gone.statusCode, 404);
+    });
+
+    it('messages: only sender and recipient see them; only the sender deletes', async () => {
+      const self = await t.inject({
+        method: 'POST',
+        url: '/messages',
+        token: a.token,
+        payload: { recipient_uuid: a.uuid, body: 'me' },
+      });
+      assert.equal(self.statusCode, 400);
+      const nobody = await t.inject({
+        method: 'POST',
+        url: '/messages',
+        token: a.token,
+        payload: { recipient_uuid: MISSING, body: 'hi' },
+      });
+      assert.equal(nobody.statusCode, 404);
+      for (const payload of [
+        { recipient_uuid: b.uuid, body: '' },
+        { recipient_uuid: b.uuid, body: 'x'.repeat(5001) },
+        { recipient_uuid: b.uuid, body: 'x', user_uuid: c.uuid },
+        { body: 'x' },
+      ]) {
+        const bad = await t.inject({ method: 'POST', url: '/messages', token: a.token, payload });
+        assert.equal(bad.statusCode, 400);
+      }
+      const guest = await t.inject({
+        method: 'POST',
+        url: '/messages',
+        token: t.guest,
+        payload: { recipient_uuid: b.uuid, body: 'hi' },
+      });
+      assert.equal(guest.statusCode, 403);
+
+      const sent = await t.inject({
+        method: 'POST',
+        url: '/messages',
+        token: a.token,
+        payload: { recipient_uuid: b.uuid, body: 'secret', language: 'it' },
+      });
+      assert.equal(sent.statusCode, 201);
+      const m = body(sent).data;
+      assert.deepEqual(
+        { type: m.type, user_uuid: m.user_uuid, recipient_uuid: m.recipient_uuid, language: m.language },
+        { type: 'messages', user_uuid: a.uuid, recipient_uuid: b.uuid, language: 'it' },
+      );
+      await t.inject({
+        method: 'POST',
+        url: '/messages',
+        token: b.token,
+        payload: { recipient_uuid: a.uuid, body: 'reply' },
+      });
+
+      for (const [token, status] of [
+        [a.token, 200],
+        [b.token, 200],
+        [c.token, 404],
+      ] as const) {
+        const res = await t.inject({ method: 'GET', url: `/messages/${m.uuid}`, token });
+        assert.equal(res.statusCode, status);
+      }
+      const guestRead = await t.inject({ method: 'GET', url: `/messages/${m.uuid}`, token: t.guest });
+      assert.equal(guestRead.statusCode, 403);
+
+      const listA = body(await t.inject({ method: 'GET', url: '/messages', token: a.token }));
+      assert.equal(listA.count.total, 2);
+      assert.equal(listA.data[0].body, 'reply');
+      const listC = body(await t.inject({ method: 'GET', url: '/messages', token: c.token }));
+      assert.equal(listC.count.total, 0);
+      assert.deepEqual(listC.data, []);
+      const paged = body(await t.inject({ method: 'GET', url: '/messages?page=2&limit=1', token: b.token }));
+      assert.deepEqual(paged.count, { offset: 1, limit: 1, total: 2 });
+      const both = await t.inject({ method: 'GET', url: '/messages?page=1&offset=0', token: b.token });
+      assert.equal(both.statusCode, 400);
+
+      const byRecipient = await t.inject({
+        method: 'POST',
+        url: `/messages/${m.uuid}/delete`,
+        token: b.token,
+      });
+      assert.equal(byRecipient.statusCode, 404);
+      const byStranger = await t.inject({
+        method: 'POST',
+        url: `/messages/${m.uuid}/delete`,
+        token: c.token,
+      });
+      assert.equal(byStranger.statusCode, 404);
+      const bySender = await t.inject({ method: 'POST', url: `/messages/${m.uuid}/delete`, token: a.token });
+      assert.equal(bySender.statusCode, 200);
+      const gone = await t.inject({ method: 'GET', url: `/messages/${m.uuid}`, token: b.token });
+      assert.equal(gone.statusCode, 404);
+    });
+  });
+}
