@@ -91,6 +91,16 @@ export const variables = {
       'redis://HOST:PORT. When set, rate-limit counters are shared across processes; unset keeps them in-process.',
     parse: redisUrl,
   },
+  REDIS_KEY_PREFIX: {
+    default: 'social:',
+    description:
+      'Prefix of every Redis key the service writes (rate-limit and login-failure counters); give each deployment or test run its own.',
+    parse: (raw: string): string => {
+      if (!/^[A-Za-z0-9:._-]{0,64}$/.test(raw))
+        throw new Error('may hold letters, digits, : . _ - (up to 64)');
+      return raw;
+    },
+  },
   LOG_LEVEL: {
     default: 'info',
     description: 'pino log level (fatal, error, warn, info, debug, trace, silent).',

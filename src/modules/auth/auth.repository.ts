@@ -119,3 +119,49 @@ export async function setClientDisabled(db: Db, id: string, disabled: boolean): 
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
+
+/** Any token row (access or refresh) by hash. */
+export async function findTokenByHash(db: Db, tokenHash: string) {
+  return db.selectFrom('tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+}
+
+/** Revokes every token of a user except one family (the session that asked). */
+export async function revokeUserTokensExceptFamily(
+  db: Db,
+  userUuid: string,
+  keepFamilyId: string,
+  at: string,
+): Promise<void> {
+  await db
+    .updateTable('tokens')
+    .set({ revoked_at: at })
+    .where('user_uuid', '=', userUuid)
+    .where('family_id', '<>', keepFamilyId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/**
+ * Inserts a client only when the table is empty, in one statement, so processes starting together on one
+ * database create at most one; returns whether this call inserted it. Used on the embedded (SQLite) database only:
+ * PostgreSQL would type the selected parameters as text.
+ */
+export async function insertClientIfNone(db: Db, row: Insertable<ClientTable>): Promise<boolean> {
+  const r = await db
+    .insertInto('clients')
+    .columns(['id', 'name', 'secret_hash', 'first_party', 'disabled', 'created_at'])
+    .expression(
+      db
+        .selectNoFrom((eb) => [
+          eb.val(row.id).as('id'),
+          eb.val(row.name).as('name'),
+          eb.val(row.secret_hash).as('secret_hash'),
+          eb.val(row.first_party ?? 0).as('first_party'),
+          eb.val(row.disabled ?? 0).as('disabled'),
+          eb.val(row.created_at).as('created_at'),
+        ])
+        .where((eb) => eb.not(eb.exists(db.selectFrom('clients').select('id')))),
+    )
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+}

@@ -115,3 +115,15 @@ export async function saveClient(
     created_at: nowIso(),
   });
 }
+
+/** Revokes every token of a user (account deletion); call inside the deleting transaction. */
+export async function revokeAllUserTokens(db: Db, userUuid: string): Promise<void> {
+  await repo.revokeUserTokens(db, userUuid, nowIso());
+}
+
+/** Revokes every session of a user except the one the given access token belongs to (password change). */
+export async function revokeOtherSessions(db: Db, userUuid: string, keepTokenHash: string): Promise<void> {
+  const keep = await repo.findTokenByHash(db, keepTokenHash);
+  if (!keep) return repo.revokeUserTokens(db, userUuid, nowIso());
+  await repo.revokeUserTokensExceptFamily(db, userUuid, keep.family_id, nowIso());
+}

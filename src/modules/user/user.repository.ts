@@ -27,3 +27,33 @@ export async function updateUser(db: Db, uuid: string, patch: Updateable<UserTab
   const r = await db.updateTable('users').set(patch).where('uuid', '=', uuid).executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
+
+/** Which of a username key and an email key are already taken (by anyone). */
+export async function findTakenKeys(db: Db, usernameKey: string, emailKey: string) {
+  return db
+    .selectFrom('users')
+    .select(['username_key', 'email_key'])
+    .where((eb) => eb.or([eb('username_key', '=', usernameKey), eb('email_key', '=', emailKey)]))
+    .execute();
+}
+
+/** The uuid of a user, if it exists (owner checks). */
+export async function findUserUuid(db: Db, uuid: string): Promise<string | undefined> {
+  const row = await db.selectFrom('users').select('uuid').where('uuid', '=', uuid).executeTakeFirst();
+  return row?.uuid;
+}
+
+/** A user row by username, compared case-insensitively. */
+export async function findUserByUsername(db: Db, username: string) {
+  return db
+    .selectFrom('users')
+    .selectAll()
+    .where('username_key', '=', username.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** Deletes a user row (rows that reference it cascade); returns whether it existed. */
+export async function deleteUser(db: Db, uuid: string): Promise<boolean> {
+  const r = await db.deleteFrom('users').where('uuid', '=', uuid).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}

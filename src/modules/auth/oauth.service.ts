@@ -1,0 +1,199 @@
+import type { Context } from '../../context.ts';
+import { nowIso } from '../../db/time.ts';
+import { findUserByLogin } from '../user/user.repository.ts';
+import * as repo from './auth.repository.ts';
+import { type IssuedTokens, issueTokens, verifyClient } from './auth.service.ts';
+import { accountKey, addressLimitKey, type LoginLimiter } from './login-limiter.ts';
+import type { RevokeRequest, TokenRequest } from './oauth.schemas.ts';
+import { burnVerification, verifyPassword } from './password.ts';
+import { hashToken } from './token.ts';
+
+/** An RFC 6749 error: answered as { error, error_description } with its status, never in the envelope. */
+export class OAuthError extends Error {
+  readonly status: number;
+  readonly error: string;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, error: string, description: string, headers: Record<string, string> = {}) {
+    super(description);
+    this.name = 'OAuthError';
+    this.status = status;
+    this.error = error;
+    this.headers = headers;
+  }
+}
+
+const invalidRequest = (d: string) => new OAuthError(400, 'invalid_request', d);
+const invalidGrant = (d: string) => new OAuthError(400, 'invalid_grant', d);
+
+/** How the client authenticated: HTTP Basic, body fields, or neither. */
+export interface ClientCredentials {
+  basic?: { id: string; secret: string } | 'malformed';
+  bodyId?: string;
+  bodySecret?: string;
+}
+
+/** An authenticated, active client. */
+export interface AuthenticatedClient {
+  id: string;
+  firstParty: boolean;
+}
+
+/** RFC 6749 2.3: exactly one authentication method; unknown, wrong or disabled clients are invalid_client. */
+export async function authenticateClient(
+  ctx: Context,
+  creds: ClientCredentials,
+): Promise<AuthenticatedClient> {
+  const usedBasic = creds.basic !== undefined;
+  const fail = (d: string) =>
+    new OAuthError(401, 'invalid_client', d, usedBasic ? { 'WWW-Authenticate': 'Basic realm="oauth"' } : {});
+  if (usedBasic && (creds.bodyId !== undefined || creds.bodySecret !== undefined)) {
+    throw invalidRequest(
+      'Authenticate the client one way only: HTTP Basic or client_id/client_secret in the body.',
+    );
+  }
+  if (creds.basic === 'malformed') {
+    throw fail('The Authorization header is not valid HTTP Basic: send base64(client_id:client_secret).');
+  }
+  const id = creds.basic?.id ?? creds.bodyId;
+  const secret = creds.basic?.secret ?? creds.bodySecret;
+  if (!id || secret === undefined) {
+    throw fail(
+      'Client authentication is missing: send HTTP Basic (client_id:client_secret) or client_id and client_secret.',
+    );
+  }
+  const client = await verifyClient(ctx.db, id, secret);
+  if (!client) throw fail('Unknown client or wrong client secret.');
+  if (client.disabled)
+    throw fail('This client is disabled; ask the operator to enable it or use another one.');
+  return { id: client.id, firstParty: client.first_party === 1 };
+}
+
+/** The dependencies of the password grant besides the context. */
+export interface GrantEnv {
+  limiter: LoginLimiter;
+  /** The grouped client address (see addressKey). */
+  address: string;
+}
+
+/** POST /oauth/token: runs the requested grant for an authenticated client. */
+export async function grantToken(
+  ctx: Context,
+  client: AuthenticatedClient,
+  body: TokenRequest,
+  env: GrantEnv,
+): Promise<IssuedTokens> {
+  switch (body.grant_type) {
+    case 'client_credentials':
+      return issueTokens(ctx, ctx.db, client.id, null);
+    case 'password':
+      return passwordGrant(ctx, client, body, env);
+    case 'refresh_token':
+      return refreshGrant(ctx, client, body);
+    case '':
+      throw invalidRequest('grant_type is empty: use client_credentials, password or refresh_token.');
+    default:
+      throw new OAuthError(
+        400,
+        'unsupported_grant_type',
+        'Supported grant types: client_credentials, password (first-party clients), refresh_token.',
+      );
+  }
+}
+
+async function passwordGrant(
+  ctx: Context,
+  client: AuthenticatedClient,
+  body: TokenRequest,
+  env: GrantEnv,
+): Promise<IssuedTokens> {
+  // RFC 9700 2.4: the password grant exposes the user's credentials to the client, so only clients run by the
+  // operator of this service (first-party) may use it.
+  if (!client.firstParty) {
+    throw new OAuthError(
+      400,
+      'unauthorized_client',
+      'The password grant is only for first-party clients; this client may use client_credentials.',
+    );
+  }
+  if (!body.username || body.password === undefined || body.password === '') {
+    throw invalidRequest('The password grant needs username (or email) and password.');
+  }
+  const login = body.username.trim().toLowerCase();
+  const user = await findUserByLogin(ctx.db, login);
+  // An existing account is counted by its uuid, so its username and its email share one budget.
+  const keys = [accountKey(user ? `user:${user.uuid}` : `login:${login}`), addressLimitKey(env.address)];
+  // Checked before the password, so a locked account answers 429 whether the guess is right or not.
+  const gate = await env.limiter.reserve(keys).catch(() => {
+    // Without its counters the login limit cannot be enforced; refuse rather than allow unlimited guessing.
+    throw new OAuthError(
+      503,
+      'temporarily_unavailable',
+      'Logins are briefly unavailable; retry in a moment.',
+      {
+        'Retry-After': '1',
+      },
+    );
+  });
+  if (!gate.allowed) {
+    throw new OAuthError(
+      429,
+      'rate_limited',
+      `Too many failed logins for this account or from this address; wait ${gate.retryAfter} seconds.`,
+      { 'Retry-After': String(gate.retryAfter) },
+    );
+  }
+  let valid = false;
+  // An unknown user costs one verification too, so time does not tell which usernames exist.
+  if (user) valid = await verifyPassword(body.password, user.password_hash);
+  else await burnVerification(body.password);
+  if (!user || !valid) throw invalidGrant('The username (or email) or the password is wrong.');
+  // A lost refund only makes the count stricter; the login itself succeeded.
+  await env.limiter.refund(keys).catch(() => {});
+  return ctx.db.transaction().execute((trx) => issueTokens(ctx, trx, client.id, user.uuid));
+}
+
+async function refreshGrant(
+  ctx: Context,
+  client: AuthenticatedClient,
+  body: TokenRequest,
+): Promise<IssuedTokens> {
+  if (!body.refresh_token) throw invalidRequest('The refresh_token grant needs refresh_token.');
+  const hash = hashToken(body.refresh_token);
+  const row = await repo.findRefreshToken(ctx.db, hash);
+  const invalid = invalidGrant('The refresh token is unknown, expired or revoked. Log in again.');
+  if (!row || row.client_id !== client.id || row.user_uuid === null) throw invalid;
+  if (row.revoked_at !== null) throw invalid;
+  const reused = async () => {
+    // A spent refresh token came back: it was copied. Everything issued from this login is revoked.
+    await repo.revokeTokenFamily(ctx.db, row.family_id, nowIso());
+    return invalidGrant(
+      'This refresh token was already used; every token of this login is now revoked. Log in again.',
+    );
+  };
+  if (row.used_at !== null) throw await reused();
+  if (row.expires_at <= nowIso()) throw invalid;
+  const userUuid = row.user_uuid;
+  const issued = await ctx.db.transaction().execute(async (trx) => {
+    // Two requests racing with the same token: only one marks it used; the other counts as reuse.
+    if (!(await repo.markTokenUsed(trx, hash, nowIso()))) return undefined;
+    return issueTokens(ctx, trx, client.id, userUuid, row.family_id);
+  });
+  if (!issued) throw await reused();
+  return issued;
+}
+
+/** POST /oauth/revoke (RFC 7009): unknown tokens and tokens of other clients are left alone and still answer 200. */
+export async function revokeTokenRequest(
+  ctx: Context,
+  client: AuthenticatedClient,
+  body: RevokeRequest,
+): Promise<void> {
+  if (!body.token) throw invalidRequest('token is required: the access or refresh token to revoke.');
+  const row = await repo.findTokenByHash(ctx.db, hashToken(body.token));
+  if (!row || row.client_id !== client.id) return;
+  const now = nowIso();
+  // Revoking a refresh token ends the whole login (its chain and the access tokens issued from it).
+  if (row.kind === 'refresh') await repo.revokeTokenFamily(ctx.db, row.family_id, now);
+  else await repo.revokeToken(ctx.db, row.token_hash, now);
+}
