@@ -9,7 +9,7 @@ import { connectDatabase, type DbHandle } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events/bus.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
-import { ErrorEnvelope } from './http/envelope.ts';
+import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import accessPlugin from './modules/auth/access.plugin.ts';
 import { modules } from './modules/index.ts';
@@ -86,6 +86,8 @@ export async function buildApp(
     if (!route.schema || route.schema.hide) return;
     const response = (route.schema.response ?? {}) as Record<string, unknown>;
     route.schema.response = { ...response, '4xx': ErrorEnvelope, '5xx': ErrorEnvelope };
+    // An operation without query parameters refuses any, so a misspelt parameter is never silently ignored.
+    route.schema.querystring ??= NoQuery;
   });
   installErrorHandler(app);
   installNotFoundHandler(app);

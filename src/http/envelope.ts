@@ -80,3 +80,6 @@ export const ErrorEnvelope = Type.Object(
   },
   { additionalProperties: false, $id: 'ErrorEnvelope' },
 );
+
+/** Query-string schema of operations that take no query parameters. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -6,7 +6,6 @@ import {
   CommentSchema,
   CreateCommentBody,
   type CreateCommentInput,
-  NoQuery,
   UpdateCommentBody,
   type UpdateCommentInput,
 } from './comment.schemas.ts';
@@ -28,7 +27,6 @@ export default async function commentRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['comments'],
         summary: 'Comment on a post the caller may see',
-        querystring: NoQuery,
         params: CommentParams,
         body: CreateCommentBody,
         response: { 201: DataEnvelope(CommentSchema) },
@@ -52,7 +50,6 @@ export default async function commentRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['comments'],
         summary: 'Read a comment whose post the caller may see',
-        querystring: NoQuery,
         params: CommentParams,
         response: { 200: DataEnvelope(CommentSchema) },
       },
@@ -67,7 +64,6 @@ export default async function commentRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['comments'],
         summary: 'Update a comment (its author only)',
-        querystring: NoQuery,
         params: CommentParams,
         body: UpdateCommentBody,
         response: { 200: DataEnvelope(CommentSchema) },
@@ -83,7 +79,6 @@ export default async function commentRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['comments'],
         summary: 'Delete a comment (its author only)',
-        querystring: NoQuery,
         params: CommentParams,
         response: { 200: StatusEnvelope },
       },

@@ -46,6 +46,3 @@ export const UpdateCommentBody = Type.Object({ body: Body }, { additionalPropert
 
 /** Input of comment update. */
 export type UpdateCommentInput = Static<typeof UpdateCommentBody>;
-
-/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
-export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -7,7 +7,6 @@ import {
   ConnectionSchema,
   CreateConnectionBody,
   connectionListQuery,
-  NoQuery,
 } from './connection.schemas.ts';
 import * as service from './connection.service.ts';
 
@@ -23,7 +22,6 @@ export default async function connectionRoutes(app: FastifyInstance, opts: { ctx
       schema: {
         tags: ['connections'],
         summary: 'Send a friend request',
-        querystring: NoQuery,
         body: CreateConnectionBody,
         response: { 201: DataEnvelope(ConnectionSchema) },
       },
@@ -41,7 +39,6 @@ export default async function connectionRoutes(app: FastifyInstance, opts: { ctx
       schema: {
         tags: ['connections'],
         summary: 'Confirm a friend request (its addressee only)',
-        querystring: NoQuery,
         params: ConnectionParams,
         response: { 200: DataEnvelope(ConnectionSchema) },
       },
@@ -56,7 +53,6 @@ export default async function connectionRoutes(app: FastifyInstance, opts: { ctx
       schema: {
         tags: ['connections'],
         summary: 'Delete a connection or withdraw a request (either side)',
-        querystring: NoQuery,
         params: ConnectionParams,
         response: { 200: StatusEnvelope },
       },

@@ -58,6 +58,3 @@ export function connectionListQuery(limitMax: number) {
     { additionalProperties: false },
   );
 }
-
-/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
-export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -7,7 +7,6 @@ import {
   MediaFileResponse,
   MediaParams,
   MediaSchema,
-  NoQuery,
   UploadMediaBody,
   type UploadMediaInput,
 } from './media.schemas.ts';
@@ -101,7 +100,6 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
       schema: {
         tags: ['media'],
         summary: 'Upload a file (multipart/form-data: file, title?, description?, visibility?, language?)',
-        querystring: NoQuery,
         consumes: ['multipart/form-data'],
         body: UploadMediaBody,
         response: { 201: DataEnvelope(MediaSchema) },
@@ -128,7 +126,6 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
       schema: {
         tags: ['media'],
         summary: 'Read a media record the caller may see',
-        querystring: NoQuery,
         params: MediaParams,
         response: { 200: DataEnvelope(MediaSchema) },
       },
@@ -143,7 +140,6 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
       schema: {
         tags: ['media'],
         summary: 'Download the bytes of a media record the caller may see',
-        querystring: NoQuery,
         params: MediaParams,
         response: { 200: MediaFileResponse },
       },
@@ -166,7 +162,6 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
       schema: {
         tags: ['media'],
         summary: 'Delete a media record and its file (its uploader only)',
-        querystring: NoQuery,
         params: MediaParams,
         response: { 200: StatusEnvelope },
       },

@@ -54,6 +54,3 @@ export const MediaFileResponse = Type.Unsafe<unknown>({
   contentMediaType: 'application/octet-stream',
   description: 'The stored bytes, with the stored content type.',
 });
-
-/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
-export const NoQuery = Type.Object({}, { additionalProperties: false });

@@ -8,7 +8,6 @@ import {
   MessageParams,
   MessageSchema,
   messageListQuery,
-  NoQuery,
 } from './message.schemas.ts';
 import * as service from './message.service.ts';
 
@@ -26,7 +25,6 @@ export default async function messageRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['messages'],
         summary: 'Send a private message',
-        querystring: NoQuery,
         body: CreateMessageBody,
         response: { 201: DataEnvelope(MessageSchema) },
       },
@@ -59,7 +57,6 @@ export default async function messageRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['messages'],
         summary: 'Read a message (its sender or recipient only)',
-        querystring: NoQuery,
         params: MessageParams,
         response: { 200: DataEnvelope(MessageSchema) },
       },
@@ -74,7 +71,6 @@ export default async function messageRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['messages'],
         summary: 'Delete a message (its sender only)',
-        querystring: NoQuery,
         params: MessageParams,
         response: { 200: StatusEnvelope },
       },

@@ -47,6 +47,3 @@ export type CreateMessageInput = Static<typeof CreateMessageBody>;
 export function messageListQuery(limitMax: number) {
   return Type.Object(pagingQuery(limitMax), { additionalProperties: false });
 }
-
-/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
-export const NoQuery = Type.Object({}, { additionalProperties: false });

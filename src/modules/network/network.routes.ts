@@ -7,7 +7,6 @@ import {
   type CreateNetworkInput,
   NetworkParams,
   NetworkSchema,
-  NoQuery,
   UpdateNetworkBody,
   type UpdateNetworkInput,
 } from './network.schemas.ts';
@@ -29,7 +28,6 @@ export default async function networkRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['networks'],
         summary: 'Create a network',
-        querystring: NoQuery,
         body: CreateNetworkBody,
         response: { 201: DataEnvelope(NetworkSchema) },
       },
@@ -45,7 +43,6 @@ export default async function networkRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['networks'],
         summary: 'Read a network',
-        querystring: NoQuery,
         params: NetworkParams,
         response: { 200: DataEnvelope(NetworkSchema) },
       },
@@ -60,7 +57,6 @@ export default async function networkRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['networks'],
         summary: 'Update a network (its creator only)',
-        querystring: NoQuery,
         params: NetworkParams,
         body: UpdateNetworkBody,
         response: { 200: DataEnvelope(NetworkSchema) },
@@ -76,7 +72,6 @@ export default async function networkRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['networks'],
         summary: 'Delete a network (its creator only); members are left without a network',
-        querystring: NoQuery,
         params: NetworkParams,
         response: { 200: StatusEnvelope },
       },
@@ -94,7 +89,6 @@ export default async function networkRoutes(app: FastifyInstance, opts: { ctx: C
       schema: {
         tags: ['networks'],
         summary: "Join a network: sets the caller's network_uuid",
-        querystring: NoQuery,
         params: NetworkParams,
         response: { 200: DataEnvelope(UserSchema) },
       },

@@ -57,6 +57,3 @@ export const UpdateNetworkBody = Type.Object(
 
 /** Input of network update. */
 export type UpdateNetworkInput = Static<typeof UpdateNetworkBody>;
-
-/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
-export const NoQuery = Type.Object({}, { additionalProperties: false });

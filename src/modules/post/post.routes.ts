@@ -4,7 +4,6 @@ import { DataEnvelope, ok, okStatus, StatusEnvelope } from '../../http/envelope.
 import {
   CreatePostBody,
   type CreatePostInput,
-  NoQuery,
   PostParams,
   PostSchema,
   UpdatePostBody,
@@ -28,7 +27,6 @@ export default async function postRoutes(app: FastifyInstance, opts: { ctx: Cont
       schema: {
         tags: ['posts'],
         summary: 'Create a post',
-        querystring: NoQuery,
         body: CreatePostBody,
         response: { 201: DataEnvelope(PostSchema) },
       },
@@ -44,7 +42,6 @@ export default async function postRoutes(app: FastifyInstance, opts: { ctx: Cont
       schema: {
         tags: ['posts'],
         summary: 'Read a post the caller may see',
-        querystring: NoQuery,
         params: PostParams,
         response: { 200: DataEnvelope(PostSchema) },
       },
@@ -59,7 +56,6 @@ export default async function postRoutes(app: FastifyInstance, opts: { ctx: Cont
       schema: {
         tags: ['posts'],
         summary: 'Update a post (its author only)',
-        querystring: NoQuery,
         params: PostParams,
         body: UpdatePostBody,
         response: { 200: DataEnvelope(PostSchema) },
@@ -75,7 +71,6 @@ export default async function postRoutes(app: FastifyInstance, opts: { ctx: Cont
       schema: {
         tags: ['posts'],
         summary: 'Delete a post and its comments (its author only)',
-        querystring: NoQuery,
         params: PostParams,
         response: { 200: StatusEnvelope },
       },

@@ -70,6 +70,3 @@ export const UpdatePostBody = Type.Object(
 
 /** Input of post update. */
 export type UpdatePostInput = Static<typeof UpdatePostBody>;
-
-/** Query string of operations that take no query parameters: anything given is rejected as unknown. */
-export const NoQuery = Type.Object({}, { additionalProperties: false });
