@@ -1,0 +1,380 @@
+import type { Context } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
+import { nowIso, uuidv7 } from '../../db/time.ts';
+import { isOperationEnabled, operationDisabled } from '../../http/disabled.ts';
+import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
+import { parseListQuery } from '../../http/list-query.ts';
+import { LIST_MAX_OFFSET } from '../../http/paging.ts';
+import { extractHashtags, extractMentions } from '../tag/extract.ts';
+import { normalizeTagName } from '../tag/normalize.ts';
+import { adjustTagCounts, findTagByKey, findTagByUuid } from '../tag/tag.repository.ts';
+import { ensureEmotionTag, ensureTags } from '../tag/tag.service.ts';
+import { findTarget, type TargetKind } from '../target/target.repository.ts';
+import { findUserByUsername } from '../user/user.repository.ts';
+import {
+  ASSOCIATION_WHITELIST,
+  countAssociationRows,
+  deleteAssociationsByUuids,
+  deleteAssociationsOfPostComments,
+  deleteAssociationsOfTarget,
+  deleteAssociationsOfUser,
+  findAssociationByKey,
+  findAssociationByUuid,
+  findContentText,
+  findExtractedAssociations,
+  insertAssociationsIgnoringConflicts,
+  listAssociationRows,
+  setTargetLanguage,
+  type TagAssociationRow,
+  updateAssociationRow,
+} from './tag-association.repository.ts';
+
+/** Target kinds a client may associate a tag with. */
+export const ASSOCIATION_TARGET_TYPES = ['post', 'comment', 'media', 'network', 'user', 'messages'] as const;
+
+/** One of the target kinds a client may name. */
+export type AssociationTargetType = (typeof ASSOCIATION_TARGET_TYPES)[number];
+
+/** A tag association as the API returns it. */
+export interface ApiTagAssociation {
+  uuid: string;
+  type: 'tag_association';
+  tag_uuid: string;
+  user_uuid: string;
+  target_uuid: string;
+  target_type: string;
+  created_at: string;
+  updated_at: string;
+}
+
+function toApi(row: TagAssociationRow): ApiTagAssociation {
+  return {
+    uuid: row.uuid,
+    type: 'tag_association',
+    tag_uuid: row.tag_uuid,
+    user_uuid: row.user_uuid,
+    target_uuid: row.target_uuid,
+    target_type: row.target_type,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Counts per tag: +1 for each added tag uuid, -1 for each removed one. */
+function deltas(added: string[], removed: string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const t of added) out.set(t, (out.get(t) ?? 0) + 1);
+  for (const t of removed) out.set(t, (out.get(t) ?? 0) - 1);
+  return out;
+}
+
+/** One association whose target the viewer may see. */
+export async function getAssociation(
+  ctx: Context,
+  uuid: string,
+  viewer: string | null,
+): Promise<ApiTagAssociation> {
+  const row = await findAssociationByUuid(ctx.db, uuid.toLowerCase(), viewer);
+  if (!row) throw objectNotFound('tag association');
+  return toApi(row);
+}
+
+/** The association list (targets visible to the viewer), optionally of one target language; exact count.total. */
+export async function listAssociations(ctx: Context, query: Record<string, unknown>, viewer: string | null) {
+  const lq = parseListQuery(query, ASSOCIATION_WHITELIST, LIST_MAX_OFFSET);
+  const language = typeof query.language === 'string' ? query.language : undefined;
+  const [rows, total] = await Promise.all([
+    listAssociationRows(ctx.db, lq, language, viewer),
+    countAssociationRows(ctx.db, lq, language, viewer),
+  ]);
+  return { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
+}
+
+/** The creator of an association, or undefined when it does not exist (for the owner check). */
+export async function associationOwner(ctx: Context, uuid: string): Promise<string | undefined> {
+  return (await findAssociationByUuid(ctx.db, uuid.toLowerCase()))?.user_uuid;
+}
+
+async function visibleTarget(trx: Db, kind: AssociationTargetType, uuid: string, viewer: string) {
+  const target = await findTarget(trx, kind as TargetKind, uuid.toLowerCase(), viewer);
+  if (!target) throw objectNotFound(kind === 'messages' ? 'message' : kind);
+  return target;
+}
+
+async function existingTag(trx: Db, uuid: string) {
+  const tag = await findTagByUuid(trx, uuid.toLowerCase());
+  if (!tag) throw objectNotFound('tag');
+  return tag;
+}
+
+function duplicate(existing: TagAssociationRow): ApiError {
+  return new ApiError(
+    'conflict',
+    `That tag is already associated with that target by this user (association ${existing.uuid}).`,
+  );
+}
+
+/** Associates a tag with a target the caller may see, recorded as the caller's (tag-associations.create). */
+export async function createAssociation(
+  ctx: Context,
+  caller: string,
+  input: { tag_uuid: string; target_uuid: string; target_type: AssociationTargetType },
+): Promise<ApiTagAssociation> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const tag = await existingTag(trx, input.tag_uuid);
+    const target = await visibleTarget(trx, input.target_type, input.target_uuid, caller);
+    const existing = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
+    if (existing) throw duplicate(existing);
+    const now = nowIso();
+    const row = {
+      uuid: uuidv7(),
+      tag_uuid: tag.uuid,
+      user_uuid: caller,
+      target_uuid: target.uuid,
+      target_type: input.target_type,
+      language: target.language,
+      created_at: now,
+      updated_at: now,
+    };
+    const added = await insertAssociationsIgnoringConflicts(trx, [row]);
+    if (added.length === 0)
+      throw duplicate((await findAssociationByKey(trx, tag.uuid, target.uuid, caller)) ?? row);
+    await adjustTagCounts(trx, deltas(added, []));
+    return toApi(row);
+  });
+}
+
+/** Which of delete and update a POST /tag-associations/{uuid} asks for. */
+export type AssociationWrite = 'delete' | 'update';
+
+/**
+ * Tells delete from update on POST /tag-associations/{uuid}: the X-HTTP-Method-Override header (DELETE or PATCH)
+ * or the body's `_method` (delete or update). Neither, or the two disagreeing, is 400 ambiguous_operation.
+ */
+export function resolveAssociationWrite(
+  override: string | string[] | undefined,
+  method: string | undefined,
+): AssociationWrite {
+  let fromHeader: AssociationWrite | undefined;
+  if (override !== undefined) {
+    const v = (Array.isArray(override) ? override.join(',') : override).trim().toUpperCase();
+    if (v === 'DELETE') fromHeader = 'delete';
+    else if (v === 'PATCH') fromHeader = 'update';
+    else throw invalidField('header x-http-method-override', 'must be DELETE or PATCH');
+  }
+  let fromBody: AssociationWrite | undefined;
+  if (method !== undefined) {
+    const v = method.trim().toLowerCase();
+    if (v === 'delete') fromBody = 'delete';
+    else if (v === 'update') fromBody = 'update';
+    else throw invalidField('_method', 'must be delete or update');
+  }
+  if (fromHeader && fromBody && fromHeader !== fromBody) {
+    throw new ApiError(
+      'ambiguous_operation',
+      'X-HTTP-Method-Override and _method disagree; send one of them, saying delete (DELETE) or update (PATCH).',
+    );
+  }
+  const chosen = fromHeader ?? fromBody;
+  if (!chosen) {
+    throw new ApiError(
+      'ambiguous_operation',
+      'POST /tag-associations/{uuid} deletes or updates: say which with the header X-HTTP-Method-Override: DELETE or PATCH, or the body field _method=delete or _method=update (or use the DELETE or PATCH method).',
+    );
+  }
+  return chosen;
+}
+
+/** Throws operation_disabled when the chosen association write is switched off. */
+export function checkAssociationWriteEnabled(ctx: Context, write: AssociationWrite): void {
+  const operation = write === 'delete' ? 'tag-associations.delete' : 'tag-associations.update';
+  if (!isOperationEnabled(ctx.config.ENABLED_OPERATIONS, operation)) throw operationDisabled(operation);
+}
+
+/** Deletes an association (tag-associations.delete; the creator-or-admin check ran before). */
+export async function deleteAssociation(ctx: Context, uuid: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    const removed = await deleteAssociationsByUuids(trx, [uuid.toLowerCase()]);
+    if (removed.length === 0) throw objectNotFound('tag association');
+    await adjustTagCounts(trx, deltas([], removed));
+  });
+}
+
+/** Changes an association's tag or target (tag-associations.update); the new ones must exist and be visible. */
+export async function updateAssociation(
+  ctx: Context,
+  caller: string,
+  uuid: string,
+  input: { tag_uuid?: string; target_uuid?: string; target_type?: AssociationTargetType },
+): Promise<ApiTagAssociation> {
+  if (input.tag_uuid === undefined && input.target_uuid === undefined && input.target_type === undefined) {
+    throw invalidField('tag_uuid', 'give at least one of tag_uuid, target_uuid, target_type to update');
+  }
+  return ctx.db.transaction().execute(async (trx) => {
+    const row = await findAssociationByUuid(trx, uuid.toLowerCase());
+    if (!row) throw objectNotFound('tag association');
+    const tagUuid =
+      input.tag_uuid !== undefined ? (await existingTag(trx, input.tag_uuid)).uuid : row.tag_uuid;
+    let targetUuid = row.target_uuid;
+    let language = row.language;
+    const targetType = input.target_type ?? (row.target_type as AssociationTargetType);
+    if (input.target_uuid !== undefined || input.target_type !== undefined) {
+      const target = await visibleTarget(trx, targetType, input.target_uuid ?? row.target_uuid, caller);
+      targetUuid = target.uuid;
+      language = target.language;
+    }
+    const clash = await findAssociationByKey(trx, tagUuid, targetUuid, row.user_uuid);
+    if (clash && clash.uuid !== row.uuid) throw duplicate(clash);
+    const patch = {
+      tag_uuid: tagUuid,
+      target_uuid: targetUuid,
+      target_type: targetType,
+      language,
+      updated_at: nowIso(),
+    };
+    await updateAssociationRow(trx, row.uuid, patch);
+    if (tagUuid !== row.tag_uuid) await adjustTagCounts(trx, deltas([tagUuid], [row.tag_uuid]));
+    return toApi({ ...row, ...patch });
+  });
+}
+
+/** Content a reaction can be attached to. */
+export type ReactionKind = 'post' | 'comment';
+
+/**
+ * Reacts to a post or comment the caller may see with a configured emotion: one association per user, emotion
+ * and target. Reacting again returns the existing association with created=false (the route answers 200, not 201).
+ */
+export async function react(
+  ctx: Context,
+  caller: string,
+  kind: ReactionKind,
+  targetUuid: string,
+  emotion: string,
+): Promise<{ association: ApiTagAssociation; created: boolean }> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const target = await findTarget(trx, kind, targetUuid.toLowerCase(), caller);
+    if (!target) throw objectNotFound(kind);
+    const tag = await ensureEmotionTag(trx, emotion);
+    const existing = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
+    if (existing) return { association: toApi(existing), created: false };
+    const now = nowIso();
+    const row = {
+      uuid: uuidv7(),
+      tag_uuid: tag.uuid,
+      user_uuid: caller,
+      target_uuid: target.uuid,
+      target_type: kind,
+      language: target.language,
+      created_at: now,
+      updated_at: now,
+    };
+    const added = await insertAssociationsIgnoringConflicts(trx, [row]);
+    if (added.length === 0) {
+      // A concurrent identical reaction won the race: answer with it.
+      const won = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
+      if (won) return { association: toApi(won), created: false };
+    }
+    // Subscribers (karma) lock the author's row first, as on every other write, then the tag row is counted:
+    // one lock order everywhere keeps PostgreSQL free of deadlocks.
+    await ctx.bus.emit(trx, {
+      name: 'emotionCreated',
+      actorUuid: caller,
+      targetUuid: target.uuid,
+      targetType: kind,
+      data: { emotion: tag.name_key, author_uuid: target.user_uuid, association_uuid: row.uuid },
+    });
+    await adjustTagCounts(trx, deltas(added, []));
+    return { association: toApi(row), created: true };
+  });
+}
+
+/** Takes back the caller's reaction; 404 when the caller has no such reaction on that item. */
+export async function unreact(
+  ctx: Context,
+  caller: string,
+  kind: ReactionKind,
+  targetUuid: string,
+  emotion: string,
+): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    const tag = await findTagByKey(trx, 'emotion', normalizeTagName(emotion));
+    const row = tag ? await findAssociationByKey(trx, tag.uuid, targetUuid.toLowerCase(), caller) : undefined;
+    if (!tag || !row || row.target_type !== kind) {
+      throw new ApiError('object_not_found', `You have no ${emotion} reaction on that ${kind}.`);
+    }
+    const target = await findTarget(trx, kind, row.target_uuid);
+    // Deleted events go out before the row is removed, so subscribers can still read it.
+    await ctx.bus.emit(trx, {
+      name: 'emotionDeleted',
+      actorUuid: caller,
+      targetUuid: row.target_uuid,
+      targetType: kind,
+      data: { emotion: tag.name_key, author_uuid: target?.user_uuid ?? null, association_uuid: row.uuid },
+    });
+    const removed = await deleteAssociationsByUuids(trx, [row.uuid]);
+    await adjustTagCounts(trx, deltas([], removed));
+  });
+}
+
+/**
+ * Re-syncs the hashtags and mentions of a post or comment with its text, inside the writer's transaction: missing
+ * tags are created, new associations (the author as user_uuid, the target's language) added, vanished ones removed.
+ */
+export async function syncContentTags(
+  trx: Db,
+  kind: ReactionKind,
+  uuid: string,
+  isNew: boolean,
+): Promise<void> {
+  const content = await findContentText(trx, kind, uuid);
+  if (!content) return;
+  const found = extractHashtags(content.body);
+  const names = extractMentions(content.body);
+  // A new text without tags has nothing to sync: spare the writer's transaction the queries.
+  if (isNew && found.length === 0 && names.length === 0) return;
+  const hashtags = await ensureTags(trx, 'hashtag', found);
+  const mentioned = [];
+  for (const name of names) {
+    const user = await findUserByUsername(trx, name);
+    if (user) mentioned.push({ name: user.username, key: normalizeTagName(user.username) });
+  }
+  const mentions = await ensureTags(trx, 'mention', mentioned);
+  const wanted = new Set([...hashtags, ...mentions].map((t) => t.uuid));
+  const current = isNew ? [] : await findExtractedAssociations(trx, kind, uuid, content.user_uuid);
+  const have = new Set(current.map((a) => a.tag_uuid));
+  const removed = await deleteAssociationsByUuids(
+    trx,
+    current.filter((a) => !wanted.has(a.tag_uuid)).map((a) => a.uuid),
+  );
+  const now = nowIso();
+  const added = await insertAssociationsIgnoringConflicts(
+    trx,
+    [...wanted]
+      .filter((t) => !have.has(t))
+      .map((tagUuid) => ({
+        uuid: uuidv7(),
+        tag_uuid: tagUuid,
+        user_uuid: content.user_uuid,
+        target_uuid: uuid,
+        target_type: kind,
+        language: content.language,
+        created_at: now,
+        updated_at: now,
+      })),
+  );
+  await adjustTagCounts(trx, deltas(added, removed));
+  if (!isNew) await setTargetLanguage(trx, kind, uuid, content.language);
+}
+
+/** Removes every association of a deleted item (and, for a post, of its comments). */
+export async function removeTargetTags(trx: Db, kind: TargetKind, uuid: string): Promise<void> {
+  const removed = await deleteAssociationsOfTarget(trx, kind, uuid);
+  if (kind === 'post') removed.push(...(await deleteAssociationsOfPostComments(trx, uuid)));
+  await adjustTagCounts(trx, deltas([], removed));
+}
+
+/** Removes the associations a deleted user made and those on everything that goes with the user. */
+export async function removeUserTags(trx: Db, userUuid: string): Promise<void> {
+  await adjustTagCounts(trx, deltas([], await deleteAssociationsOfUser(trx, userUuid)));
+}

@@ -1,0 +1,160 @@
+import { type Insertable, sql, type Updateable } from 'kysely';
+import type { Db, Dialect } from '../../db/database.ts';
+import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
+import { normalizeTagName, TAG_TYPES } from './normalize.ts';
+import type { TagTable } from './tag.table.ts';
+
+/** A stored tag row. */
+export type TagRow = TagTable;
+
+/** A tag row by uuid. */
+export async function findTagByUuid(db: Db, uuid: string): Promise<TagRow | undefined> {
+  return db.selectFrom('tags').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+}
+
+/** The tag of a type with a normalized key. */
+export async function findTagByKey(db: Db, tagType: string, key: string): Promise<TagRow | undefined> {
+  return db
+    .selectFrom('tags')
+    .selectAll()
+    .where('tag_type', '=', tagType)
+    .where('name_key', '=', key)
+    .executeTakeFirst();
+}
+
+/** The tags of a type whose normalized keys are in `keys`. */
+export async function findTagsByKeys(db: Db, tagType: string, keys: string[]): Promise<TagRow[]> {
+  if (keys.length === 0) return [];
+  return db
+    .selectFrom('tags')
+    .selectAll()
+    .where('tag_type', '=', tagType)
+    .where('name_key', 'in', keys)
+    .execute();
+}
+
+/** Inserts tags, skipping any whose (tag_type, name_key) another writer stored first. */
+export async function insertTagsIgnoringConflicts(db: Db, rows: Insertable<TagTable>[]): Promise<void> {
+  if (rows.length === 0) return;
+  const sorted = [...rows].sort((a, b) => (a.name_key < b.name_key ? -1 : 1));
+  await db
+    .insertInto('tags')
+    .values(sorted)
+    .onConflict((oc) => oc.columns(['tag_type', 'name_key']).doNothing())
+    .execute();
+}
+
+/** Inserts one tag; false when its (tag_type, name_key) is taken. */
+export async function insertTag(db: Db, row: Insertable<TagTable>): Promise<boolean> {
+  const inserted = await db
+    .insertInto('tags')
+    .values(row)
+    .onConflict((oc) => oc.columns(['tag_type', 'name_key']).doNothing())
+    .returning('uuid')
+    .execute();
+  return inserted.length === 1;
+}
+
+/** Updates a tag row; returns whether it existed. */
+export async function updateTagRow(db: Db, uuid: string, patch: Updateable<TagTable>): Promise<boolean> {
+  const r = await db.updateTable('tags').set(patch).where('uuid', '=', uuid).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Deletes a tag row; returns whether it existed. */
+export async function deleteTagRow(db: Db, uuid: string): Promise<boolean> {
+  const r = await db.deleteFrom('tags').where('uuid', '=', uuid).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+/** Adds each delta to its tag's associations_count (row-locked increments stay exact under concurrency). */
+export async function adjustTagCounts(db: Db, deltas: Map<string, number>): Promise<void> {
+  // A fixed order of row locks keeps two writers touching the same tags from deadlocking.
+  for (const [uuid, delta] of [...deltas].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+    if (delta === 0) continue;
+    await db
+      .updateTable('tags')
+      .set({ associations_count: sql`associations_count + ${delta}` })
+      .where('uuid', '=', uuid)
+      .execute();
+  }
+}
+
+/** Whitelist of the tag list: property name to trusted column (name compares through its normalized key). */
+export const TAG_WHITELIST: Whitelist = {
+  uuid: { column: 'uuid', type: 'uuid' },
+  name: { column: 'name', type: 'string', keyColumn: 'name_key', normalize: normalizeTagName },
+  tag_type: { column: 'tag_type', type: 'enum', values: TAG_TYPES },
+  associations_count: { column: 'associations_count', type: 'integer' },
+  created_at: { column: 'created_at', type: 'datetime' },
+  updated_at: { column: 'updated_at', type: 'datetime' },
+};
+
+/** One page of tags under the list query. */
+export async function listTagRows(db: Db, lq: ListQuery): Promise<TagRow[]> {
+  const q = applyFilters(db.selectFrom('tags').selectAll(), lq, 'uuid');
+  return applyOrderAndWindow(q, lq, 'uuid', [{ column: 'created_at', direction: 'desc' }]).execute();
+}
+
+/** How many tags match the list query's filters (paging aside). */
+export async function countTagRows(db: Db, lq: ListQuery): Promise<number> {
+  const q = applyFilters(
+    db.selectFrom('tags').select((eb) => eb.fn.countAll().as('n')),
+    lq,
+    'uuid',
+  );
+  const row = await q.executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** The expression of the UTC hour a time column falls in, as `YYYY-MM-DDTHH` on both engines. */
+function hourOf(dialect: Dialect, column: string) {
+  return dialect === 'postgres'
+    ? sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24')`
+    : sql<string>`substr(${sql.ref(column)}, 1, 13)`;
+}
+
+// Only uses on public content count towards trending: aggregate numbers must not leak private posts.
+const PUBLIC_TARGET = sql<boolean>`(
+  (ta.target_type = 'post' and exists (select 1 from posts p where p.uuid = ta.target_uuid and p.visibility = 'public'))
+  or (ta.target_type = 'comment' and exists (select 1 from comments c join posts p on p.uuid = c.post_uuid
+      where c.uuid = ta.target_uuid and p.visibility = 'public'))
+)`;
+
+/** The hashtags used by the most distinct users since `since`, with their users and uses in the window. */
+export async function findTrendingHashtags(db: Db, since: string, limit: number) {
+  const rows = await db
+    .selectFrom('tag_associations as ta')
+    .innerJoin('tags as t', 't.uuid', 'ta.tag_uuid')
+    .select([
+      't.uuid',
+      sql<number>`count(distinct ta.user_uuid)`.as('users'),
+      sql<number>`count(*)`.as('uses'),
+      sql<string>`min(t.name_key)`.as('key'),
+    ])
+    .where('t.tag_type', '=', 'hashtag')
+    .where('ta.created_at', '>=', since)
+    .where(PUBLIC_TARGET)
+    .groupBy('t.uuid')
+    .orderBy(sql`count(distinct ta.user_uuid)`, 'desc')
+    .orderBy(sql`count(*)`, 'desc')
+    .orderBy(sql`min(t.name_key)`, 'asc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ uuid: r.uuid, users: Number(r.users), uses: Number(r.uses) }));
+}
+
+/** Uses per tag and UTC hour (`YYYY-MM-DDTHH`) since `since`, counting public content only. */
+export async function findHourlyUses(db: Db, dialect: Dialect, tagUuids: string[], since: string) {
+  if (tagUuids.length === 0) return [];
+  const hour = hourOf(dialect, 'ta.created_at');
+  const rows = await db
+    .selectFrom('tag_associations as ta')
+    .select(['ta.tag_uuid', hour.as('hour'), sql<number>`count(*)`.as('uses')])
+    .where('ta.tag_uuid', 'in', tagUuids)
+    .where('ta.created_at', '>=', since)
+    .where(PUBLIC_TARGET)
+    .groupBy(['ta.tag_uuid', hour])
+    .execute();
+  return rows.map((r) => ({ tag_uuid: r.tag_uuid, hour: r.hour, uses: Number(r.uses) }));
+}

@@ -1,0 +1,252 @@
+import type { Context } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
+import { nowIso, uuidv7 } from '../../db/time.ts';
+import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
+import { parseListQuery } from '../../http/list-query.ts';
+import { LIST_MAX_OFFSET } from '../../http/paging.ts';
+import {
+  deleteAssociationsOfTag,
+  findNewestAssociationUuids,
+} from '../tag-association/tag-association.repository.ts';
+import { type FoundName, HASHTAG_MAX_LENGTH } from './extract.ts';
+import { EMOTIONS, normalizeTagName, stripTagPrefix, type TagType } from './normalize.ts';
+import {
+  countTagRows,
+  deleteTagRow,
+  findHourlyUses,
+  findTagByKey,
+  findTagByUuid,
+  findTagsByKeys,
+  findTrendingHashtags,
+  insertTag,
+  insertTagsIgnoringConflicts,
+  listTagRows,
+  TAG_WHITELIST,
+  type TagRow,
+  updateTagRow,
+} from './tag.repository.ts';
+
+/** How many association uuids a tag object carries (the newest ones). */
+export const ASSOCIATIONS_IN_TAG = 100;
+
+/** A tag as the API returns it. */
+export interface ApiTag {
+  uuid: string;
+  type: 'tag';
+  name: string;
+  tag_type: string;
+  associations: string[];
+  associations_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+async function toApiTags(db: Db, rows: TagRow[]): Promise<ApiTag[]> {
+  const newest = await findNewestAssociationUuids(
+    db,
+    rows.map((r) => r.uuid),
+    ASSOCIATIONS_IN_TAG,
+  );
+  return rows.map((r) => ({
+    uuid: r.uuid,
+    type: 'tag',
+    name: r.name,
+    tag_type: r.tag_type,
+    associations: newest.get(r.uuid) ?? [],
+    associations_count: Number(r.associations_count),
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  }));
+}
+
+async function toApiTag(db: Db, row: TagRow): Promise<ApiTag> {
+  return (await toApiTags(db, [row]))[0] as ApiTag;
+}
+
+/** One tag by uuid (tags are public). */
+export async function getTag(ctx: Context, uuid: string): Promise<ApiTag> {
+  const row = await findTagByUuid(ctx.db, uuid.toLowerCase());
+  if (!row) throw objectNotFound('tag');
+  return toApiTag(ctx.db, row);
+}
+
+/** The tag list: paging, sortby, filterby, uuids; count.total is the exact size of the filtered set. */
+export async function listTags(ctx: Context, query: Record<string, unknown>) {
+  const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
+  const [rows, total] = await Promise.all([listTagRows(ctx.db, lq), countTagRows(ctx.db, lq)]);
+  return { data: await toApiTags(ctx.db, rows), count: { offset: lq.offset, limit: lq.limit, total } };
+}
+
+/**
+ * Finds the tags of a type for some names, creating the missing ones with the given spelling. A concurrent writer
+ * creating the same tag wins quietly (insert ... on conflict do nothing, then select).
+ */
+export async function ensureTags(trx: Db, tagType: TagType, names: FoundName[]): Promise<TagRow[]> {
+  if (names.length === 0) return [];
+  const keys = names.map((n) => n.key);
+  const found = await findTagsByKeys(trx, tagType, keys);
+  const have = new Set(found.map((t) => t.name_key));
+  const missing = names.filter((n) => !have.has(n.key));
+  if (missing.length === 0) return found;
+  const now = nowIso();
+  await insertTagsIgnoringConflicts(
+    trx,
+    missing.map((n) => ({
+      uuid: uuidv7(),
+      name: n.name,
+      name_key: n.key,
+      tag_type: tagType,
+      associations_count: 0,
+      created_at: now,
+      updated_at: now,
+    })),
+  );
+  return findTagsByKeys(trx, tagType, keys);
+}
+
+/** The tag row of a configured emotion, created on first use. */
+export async function ensureEmotionTag(trx: Db, emotion: string): Promise<TagRow> {
+  const [tag] = await ensureTags(trx, 'emotion', [{ name: emotion, key: normalizeTagName(emotion) }]);
+  if (!tag) throw new Error(`emotion tag ${emotion} could not be stored`);
+  return tag;
+}
+
+/** Creates the tag rows of every configured emotion, so they can be listed before anyone reacts. */
+export async function ensureEmotionTags(ctx: Context): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    await ensureTags(
+      trx,
+      'emotion',
+      EMOTIONS.map((e) => ({ name: e, key: normalizeTagName(e) })),
+    );
+  });
+}
+
+const NAME_CHARS = /^[\p{L}\p{N}\p{M}_]+$/u;
+
+/** Checks a client-given name for a tag type and returns its display form and key; 400 when it cannot be one. */
+function validName(raw: string, tagType: TagType): FoundName {
+  const name = stripTagPrefix(raw).normalize('NFC');
+  const length = [...name].length;
+  if (length < 1 || length > HASHTAG_MAX_LENGTH) {
+    throw invalidField('name', `give 1 to ${HASHTAG_MAX_LENGTH} characters (a leading # or @ is dropped)`);
+  }
+  if (!NAME_CHARS.test(name)) {
+    throw invalidField('name', 'may hold letters, digits and _ of any script, without spaces or punctuation');
+  }
+  const key = normalizeTagName(name);
+  if (tagType === 'hashtag' && /^\p{N}+$/u.test(name)) {
+    throw invalidField('name', 'a hashtag may not be all digits; add a letter');
+  }
+  if (tagType === 'emotion' && !(EMOTIONS as readonly string[]).includes(key)) {
+    throw invalidField('name', `an emotion is one of the configured set: ${EMOTIONS.join(', ')}`);
+  }
+  return { name: tagType === 'emotion' ? key : name, key };
+}
+
+function conflict(tagType: string, existing: TagRow): ApiError {
+  return new ApiError(
+    'conflict',
+    `A ${tagType} tag with that name (ignoring case and accents) already exists: ${existing.name} (${existing.uuid}). Use it or choose another name.`,
+  );
+}
+
+/** Creates a tag (switchable operation tags.create); 409 when the normalized name is taken for the type. */
+export async function createTag(ctx: Context, input: { name: string; tag_type: TagType }): Promise<ApiTag> {
+  const { name, key } = validName(input.name, input.tag_type);
+  return ctx.db.transaction().execute(async (trx) => {
+    const now = nowIso();
+    const uuid = uuidv7();
+    const inserted = await insertTag(trx, {
+      uuid,
+      name,
+      name_key: key,
+      tag_type: input.tag_type,
+      associations_count: 0,
+      created_at: now,
+      updated_at: now,
+    });
+    if (!inserted) {
+      const existing = await findTagByKey(trx, input.tag_type, key);
+      throw conflict(input.tag_type, existing as TagRow);
+    }
+    return toApiTag(trx, (await findTagByUuid(trx, uuid)) as TagRow);
+  });
+}
+
+/** Renames or retypes a tag (tags.update); its associations stay; 409 when another tag holds the new key. */
+export async function updateTag(
+  ctx: Context,
+  uuid: string,
+  input: { name: string; tag_type: TagType },
+): Promise<ApiTag> {
+  const { name, key } = validName(input.name, input.tag_type);
+  return ctx.db.transaction().execute(async (trx) => {
+    const row = await findTagByUuid(trx, uuid.toLowerCase());
+    if (!row) throw objectNotFound('tag');
+    const clash = await findTagByKey(trx, input.tag_type, key);
+    if (clash && clash.uuid !== row.uuid) throw conflict(input.tag_type, clash);
+    await updateTagRow(trx, row.uuid, {
+      name,
+      name_key: key,
+      tag_type: input.tag_type,
+      updated_at: nowIso(),
+    });
+    return toApiTag(trx, (await findTagByUuid(trx, row.uuid)) as TagRow);
+  });
+}
+
+/** Deletes a tag and every association of it (tags.delete). */
+export async function deleteTag(ctx: Context, uuid: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    const row = await findTagByUuid(trx, uuid.toLowerCase());
+    if (!row) throw objectNotFound('tag');
+    await deleteAssociationsOfTag(trx, row.uuid);
+    await deleteTagRow(trx, row.uuid);
+  });
+}
+
+/** A trending hashtag: the tag plus its distinct users, uses and uses per hour in the window. */
+export interface TrendingTag extends ApiTag {
+  users: number;
+  uses: number;
+  hours: { hour: string; uses: number }[];
+}
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * Hashtags ranked by the distinct users who used them on public posts and comments in the last `window` clock
+ * hours (the current, partial hour included), then by uses, then by name; with uses per hour, oldest first.
+ */
+export async function trendingHashtags(
+  ctx: Context,
+  options: { window: number; limit: number },
+): Promise<TrendingTag[]> {
+  const currentHour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
+  const startMs = currentHour - (options.window - 1) * HOUR_MS;
+  const since = new Date(startMs).toISOString();
+  const ranked = await findTrendingHashtags(ctx.db, since, options.limit);
+  if (ranked.length === 0) return [];
+  const uuids = ranked.map((r) => r.uuid);
+  const hourly = await findHourlyUses(ctx.db, ctx.dialect, uuids, since);
+  const byTagHour = new Map(hourly.map((h) => [`${h.tag_uuid}|${h.hour}`, h.uses]));
+  const rows: TagRow[] = [];
+  for (const u of uuids) {
+    const row = await findTagByUuid(ctx.db, u);
+    if (row) rows.push(row);
+  }
+  const tags = new Map((await toApiTags(ctx.db, rows)).map((t) => [t.uuid, t]));
+  const out: TrendingTag[] = [];
+  for (const r of ranked) {
+    const tag = tags.get(r.uuid);
+    if (!tag) continue;
+    const hours = [];
+    for (let t = startMs; t <= currentHour; t += HOUR_MS) {
+      const iso = new Date(t).toISOString();
+      hours.push({ hour: iso, uses: byTagHour.get(`${r.uuid}|${iso.slice(0, 13)}`) ?? 0 });
+    }
+    out.push({ ...tag, users: r.users, uses: r.uses, hours });
+  }
+  return out;
+}
