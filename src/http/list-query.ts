@@ -33,6 +33,9 @@ export interface ListQuery extends Window {
 export const MAX_FILTERS = 10;
 export const MAX_SORTS = 5;
 export const MAX_UUIDS = 100;
+const INT32_MAX = 2_147_483_647;
+const MIN_TIME = Date.parse('0001-01-01T00:00:00.000Z');
+const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z');
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Query-string schema of sortby, filterby and uuids, for route schemas (parsed further by parseListQuery). */
@@ -109,10 +112,11 @@ function parseValue(name: string, spec: PropertySpec, op: Operator, raw: unknown
   }
   switch (spec.type) {
     case 'integer': {
-      if (!/^-?\d{1,15}$/.test(raw)) {
+      // Integer properties are 32-bit columns: PostgreSQL refuses a larger bound value with an error (a 500).
+      if (!/^-?\d{1,15}$/.test(raw) || Math.abs(Number(raw)) > INT32_MAX) {
         details.push({
           field,
-          message: `${name} is a whole number; got ${JSON.stringify(raw.slice(0, 40))}`,
+          message: `${name} is a whole number from -${INT32_MAX} to ${INT32_MAX}; got ${JSON.stringify(raw.slice(0, 40))}`,
         });
         return undefined;
       }
@@ -122,8 +126,12 @@ function parseValue(name: string, spec: PropertySpec, op: Operator, raw: unknown
       const t = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw)
         ? Date.parse(raw)
         : Number.NaN;
-      if (Number.isNaN(t)) {
-        details.push({ field, message: `${name} is a date-time such as 2026-01-31T12:00:00Z` });
+      // Years 0001 to 9999 only: PostgreSQL refuses year 0 and the +YYYYYY form of later years (a 500).
+      if (Number.isNaN(t) || t < MIN_TIME || t > MAX_TIME) {
+        details.push({
+          field,
+          message: `${name} is a date-time from year 0001 to 9999, such as 2026-01-31T12:00:00Z`,
+        });
         return undefined;
       }
       return new Date(t).toISOString();

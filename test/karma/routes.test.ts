@@ -208,6 +208,10 @@ for (const dialect of testDialects()) {
     });
 
     it('update accepts a form-encoded body and may retarget within the rule', async () => {
+      // A fresh record (postCreated, +2): retargeting it to a commentCreated of 1 point lowers its value.
+      const u = await t.createUser();
+      await d.createPost(u);
+      const [rec] = await ledger(t, u.uuid);
       const comment = await d.createComment(bob, post);
       const form = new URLSearchParams({
         event: 'commentCreated',
@@ -218,8 +222,8 @@ for (const dialect of testDialects()) {
       }).toString();
       const res = await t.inject({
         method: 'POST',
-        url: `/karma/${record}/update`,
-        token: alice.token,
+        url: `/karma/${rec?.uuid}/update`,
+        token: u.token,
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         payload: form,
       });
@@ -228,7 +232,59 @@ for (const dialect of testDialects()) {
       assert.equal(body(res).data.target_uuid, comment);
       assert.equal(body(res).data.target_type, 'comment');
       assert.equal(body(res).data.points, 1);
-      assert.equal(await storedKarma(t, alice.uuid), 1);
+      assert.equal(await storedKarma(t, u.uuid), 1);
+    });
+
+    it('update never raises a record: no minting through subtract→add or a richer event', async () => {
+      const u = await t.createUser();
+      const p = await d.createPost(u);
+      const network = await d.createNetwork(bob);
+      await d.deletePost(u, p);
+      const rows = await ledger(t, u.uuid);
+      const added = rows.find((r) => r.karma_type === 'add');
+      const subtracted = rows.find((r) => r.karma_type === 'subtract');
+      assert.equal(await storedKarma(t, u.uuid), 0);
+      const attempts: [string | undefined, Record<string, unknown>][] = [
+        // the compensating record (-2) turned into an add (+2): +4
+        [
+          subtracted?.uuid,
+          { event: 'postDeleted', target_uuid: post, target_type: 'post', karma_type: 'add', points: 2 },
+        ],
+        // a postCreated record (+2) turned into a networkCreated record (+10): +8
+        [
+          added?.uuid,
+          {
+            event: 'networkCreated',
+            target_uuid: network,
+            target_type: 'network',
+            karma_type: 'add',
+            points: 10,
+          },
+        ],
+      ];
+      for (const [uuid, payload] of attempts) {
+        const res = await t.inject({ method: 'POST', url: `/karma/${uuid}/update`, token: u.token, payload });
+        assert.equal(res.statusCode, 400, res.body);
+        assert.equal(body(res).error.code, 'invalid_request');
+        assert.ok((body(res).error.details as { field: string }[]).some((x) => x.field === 'points'));
+      }
+      assert.equal(await storedKarma(t, u.uuid), 0, 'nothing minted');
+      assert.equal(await ledgerSum(t, u.uuid), 0);
+      // Keeping the value (retarget only) and lowering it are still allowed.
+      const same = await t.inject({
+        method: 'POST',
+        url: `/karma/${subtracted?.uuid}/update`,
+        token: u.token,
+        payload: {
+          event: 'postDeleted',
+          target_uuid: post,
+          target_type: 'post',
+          karma_type: 'subtract',
+          points: 2,
+        },
+      });
+      assert.equal(same.statusCode, 200, same.body);
+      assert.equal(await storedKarma(t, u.uuid), 0);
     });
 
     it('delete by the owner answers status and timestamp only and takes the points out of the total', async () => {

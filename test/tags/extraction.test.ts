@@ -147,6 +147,29 @@ for (const dialect of testDialects()) {
       assert.equal(res.statusCode, 404);
       assert.equal(body(res).error.code, 'object_not_found');
     });
+
+    it("a tag's associations list only those whose target the caller may see", async () => {
+      const open = await createPost(t, alice, 'open #mixedvis');
+      const closed = await createPost(t, alice, 'closed #mixedvis', { visibility: 'private' });
+      const [openA] = await associationsOf(t, open, alice.token);
+      const [closedA] = await associationsOf(t, closed, alice.token);
+      const tag = await findTag(t, 'hashtag', 'mixedvis');
+      for (const [who, token] of [
+        ['guest', undefined],
+        ['stranger', bob.token],
+      ] as const) {
+        const one = await get(t, `/tags/${tag.uuid}`, token);
+        assert.deepEqual(one.data.associations, [openA?.uuid], `${who}: GET /tags/{uuid}`);
+        const list = await get(t, `/tags?uuids=${tag.uuid}`, token);
+        assert.deepEqual(list.data[0].associations, [openA?.uuid], `${who}: GET /tags`);
+      }
+      const own = await get(t, `/tags/${tag.uuid}`, alice.token);
+      assert.deepEqual(
+        own.data.associations,
+        [closedA?.uuid, openA?.uuid],
+        'the author sees both, newest first',
+      );
+    });
   });
 
   describe(`emotions [${dialect.name}]`, () => {

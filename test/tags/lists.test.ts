@@ -132,6 +132,12 @@ for (const dialect of testDialects()) {
         '/tags?filterby[name][regex]=a',
         '/tags?filterby[associations_count][like]=1%25',
         '/tags?filterby[associations_count][gt]=many',
+        // Beyond the 32-bit column: PostgreSQL answered 500 (value out of range for type integer) before the fix.
+        '/tags?filterby[associations_count][gt]=999999999999999',
+        '/tags?filterby[associations_count][lt]=-2147483649',
+        // Outside years 0001-9999: PostgreSQL answered 500 (date/time out of range) before the fix.
+        '/tags?filterby[created_at][gt]=0000-01-01',
+        '/tags?filterby[created_at][lt]=9999-12-31T23:59:59-23:59',
         '/tags?filterby[tag_type]=colour',
         '/tags?filterby[created_at][gt]=yesterday',
         '/tags?sortby[name]=up',

@@ -205,8 +205,8 @@ export interface KarmaUpdate {
 
 /**
  * Replaces a record's fields and moves the owner's total by the difference, in one transaction. The event must be
- * known, the target must exist (and be visible to the owner), and points may not exceed the rule's points for the
- * event: nobody mints karma by editing.
+ * known, the target must exist (and be visible to the owner), points may not exceed the rule's points for the
+ * event, and the record's signed value may not rise: nobody mints karma by editing.
  */
 export async function updateKarmaRecord(
   ctx: Context,
@@ -232,6 +232,17 @@ export async function updateKarmaRecord(
     await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres');
     const row = await findKarmaByUuid(trx, uuid);
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('karma record');
+    // The rule's points alone do not stop minting: turning a 0-point (capped) record, a subtract record or a
+    // cheap event into a richer one would raise the total. An edit may keep or lower a record's value, never raise it.
+    const delta = signed(input.karma_type, input.points) - signed(row.karma_type, Number(row.points));
+    if (delta > 0) {
+      throw badUpdate([
+        {
+          field: 'points',
+          message: `would raise your total by ${delta}; an update may keep or lower a record's value (now ${signed(row.karma_type, Number(row.points))}), never raise it`,
+        },
+      ]);
+    }
     const target = await findTarget(trx, input.target_type as TargetKind, input.target_uuid, userUuid);
     if (!target) {
       throw badUpdate([
@@ -250,11 +261,7 @@ export async function updateKarmaRecord(
       points: input.points,
       updated_at: now,
     });
-    await addToUserKarma(
-      trx,
-      userUuid,
-      signed(input.karma_type, input.points) - signed(row.karma_type, Number(row.points)),
-    );
+    await addToUserKarma(trx, userUuid, delta);
     const updated = await findKarmaByUuid(trx, uuid);
     return toKarma(updated as KarmaRow);
   });

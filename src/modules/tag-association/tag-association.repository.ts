@@ -116,22 +116,27 @@ export async function countAssociationRows(
   return Number(row?.n ?? 0);
 }
 
-/** The uuids of the newest associations of each tag, at most `perTag` each, newest first. */
+/**
+ * The uuids of the newest associations of each tag, at most `perTag` each, newest first. With `viewer` given (null
+ * for a guest) only associations whose target the viewer may see, so a tag does not reveal private posts' uses.
+ */
 export async function findNewestAssociationUuids(
   db: Db,
   tagUuids: string[],
   perTag: number,
+  viewer?: string | null,
 ): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>(tagUuids.map((u) => [u, []]));
   if (tagUuids.length === 0) return out;
   // One bounded index range per tag (tag_uuid, created_at), glued into one statement per 100 tags (SQLite caps
   // compound selects at 500).
   const found: { uuid: string; tag_uuid: string; created_at: string }[] = [];
+  const visible = viewer === undefined ? sql`` : sql`and ${targetVisibleTo(viewer)}`;
   for (let start = 0; start < tagUuids.length; start += 100) {
     const parts = tagUuids.slice(start, start + 100).map(
       (tag, i) =>
-        sql`select * from (select uuid, tag_uuid, created_at from tag_associations where tag_uuid = ${tag}
-          order by created_at desc, uuid desc limit ${perTag}) ${sql.raw(`n${i}`)}`,
+        sql`select * from (select ta.uuid, ta.tag_uuid, ta.created_at from tag_associations ta where ta.tag_uuid = ${tag}
+          ${visible} order by ta.created_at desc, ta.uuid desc limit ${perTag}) ${sql.raw(`n${i}`)}`,
     );
     const result = await sql<{ uuid: string; tag_uuid: string; created_at: string }>`${sql.join(
       parts,

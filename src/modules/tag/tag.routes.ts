@@ -22,6 +22,11 @@ async function emptyBodyIsObject(request: FastifyRequest): Promise<void> {
   if (request.body === undefined || request.body === null) request.body = {};
 }
 
+/** The caller's user uuid, or null for a guest: whose view of association visibility applies. */
+function viewer(request: FastifyRequest): string | null {
+  return request.auth?.userUuid ?? null;
+}
+
 /** The tag operations: reads (public) and the switchable writes. */
 export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Context }): Promise<void> {
   const { ctx } = opts;
@@ -39,7 +44,8 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
     },
     async (request) => {
       const q = request.query as { window?: number; limit?: number };
-      return ok(await trendingHashtags(ctx, { window: q.window ?? 24, limit: q.limit ?? 10 }));
+      const options = { window: q.window ?? 24, limit: q.limit ?? 10 };
+      return ok(await trendingHashtags(ctx, options, viewer(request)));
     },
   );
 
@@ -54,7 +60,8 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
         response: { 200: DataEnvelope(TagSchema) },
       },
     },
-    async (request) => ok(await getTag(ctx, (request.params as { tag_uuid: string }).tag_uuid)),
+    async (request) =>
+      ok(await getTag(ctx, (request.params as { tag_uuid: string }).tag_uuid, viewer(request))),
   );
 
   app.get(
@@ -78,7 +85,7 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
       },
     },
     async (request) => {
-      const { data, count } = await listTags(ctx, request.query as Record<string, unknown>);
+      const { data, count } = await listTags(ctx, request.query as Record<string, unknown>, viewer(request));
       return okList(data, count);
     },
   );
@@ -97,7 +104,7 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
     async (request, reply) => {
       const body = request.body as { name: string; tag_type: TagType };
       reply.status(201);
-      return ok(await createTag(ctx, body));
+      return ok(await createTag(ctx, body, viewer(request)));
     },
   );
 
@@ -135,7 +142,9 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
     },
     async (request) => {
       const body = request.body as { name: string; tag_type: TagType };
-      return ok(await updateTag(ctx, (request.params as { tag_uuid: string }).tag_uuid, body));
+      return ok(
+        await updateTag(ctx, (request.params as { tag_uuid: string }).tag_uuid, body, viewer(request)),
+      );
     },
   );
 }

@@ -41,11 +41,13 @@ export interface ApiTag {
   updated_at: string;
 }
 
-async function toApiTags(db: Db, rows: TagRow[]): Promise<ApiTag[]> {
+/** Maps tag rows to API tags; `associations` holds only associations whose target `viewer` may see. */
+async function toApiTags(db: Db, rows: TagRow[], viewer: string | null): Promise<ApiTag[]> {
   const newest = await findNewestAssociationUuids(
     db,
     rows.map((r) => r.uuid),
     ASSOCIATIONS_IN_TAG,
+    viewer,
   );
   return rows.map((r) => ({
     uuid: r.uuid,
@@ -59,22 +61,25 @@ async function toApiTags(db: Db, rows: TagRow[]): Promise<ApiTag[]> {
   }));
 }
 
-async function toApiTag(db: Db, row: TagRow): Promise<ApiTag> {
-  return (await toApiTags(db, [row]))[0] as ApiTag;
+async function toApiTag(db: Db, row: TagRow, viewer: string | null): Promise<ApiTag> {
+  return (await toApiTags(db, [row], viewer))[0] as ApiTag;
 }
 
-/** One tag by uuid (tags are public). */
-export async function getTag(ctx: Context, uuid: string): Promise<ApiTag> {
+/** One tag by uuid (tags are public; their association uuids only those the viewer may see). */
+export async function getTag(ctx: Context, uuid: string, viewer: string | null): Promise<ApiTag> {
   const row = await findTagByUuid(ctx.db, uuid.toLowerCase());
   if (!row) throw objectNotFound('tag');
-  return toApiTag(ctx.db, row);
+  return toApiTag(ctx.db, row, viewer);
 }
 
 /** The tag list: paging, sortby, filterby, uuids; count.total is the exact size of the filtered set. */
-export async function listTags(ctx: Context, query: Record<string, unknown>) {
+export async function listTags(ctx: Context, query: Record<string, unknown>, viewer: string | null) {
   const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
   const [rows, total] = await Promise.all([listTagRows(ctx.db, lq), countTagRows(ctx.db, lq)]);
-  return { data: await toApiTags(ctx.db, rows), count: { offset: lq.offset, limit: lq.limit, total } };
+  return {
+    data: await toApiTags(ctx.db, rows, viewer),
+    count: { offset: lq.offset, limit: lq.limit, total },
+  };
 }
 
 /**
@@ -152,7 +157,11 @@ function conflict(tagType: string, existing: TagRow): ApiError {
 }
 
 /** Creates a tag (switchable operation tags.create); 409 when the normalized name is taken for the type. */
-export async function createTag(ctx: Context, input: { name: string; tag_type: TagType }): Promise<ApiTag> {
+export async function createTag(
+  ctx: Context,
+  input: { name: string; tag_type: TagType },
+  viewer: string | null,
+): Promise<ApiTag> {
   const { name, key } = validName(input.name, input.tag_type);
   return ctx.db.transaction().execute(async (trx) => {
     const now = nowIso();
@@ -170,7 +179,7 @@ export async function createTag(ctx: Context, input: { name: string; tag_type: T
       const existing = await findTagByKey(trx, input.tag_type, key);
       throw conflict(input.tag_type, existing as TagRow);
     }
-    return toApiTag(trx, (await findTagByUuid(trx, uuid)) as TagRow);
+    return toApiTag(trx, (await findTagByUuid(trx, uuid)) as TagRow, viewer);
   });
 }
 
@@ -179,6 +188,7 @@ export async function updateTag(
   ctx: Context,
   uuid: string,
   input: { name: string; tag_type: TagType },
+  viewer: string | null,
 ): Promise<ApiTag> {
   const { name, key } = validName(input.name, input.tag_type);
   return ctx.db.transaction().execute(async (trx) => {
@@ -192,7 +202,7 @@ export async function updateTag(
       tag_type: input.tag_type,
       updated_at: nowIso(),
     });
-    return toApiTag(trx, (await findTagByUuid(trx, row.uuid)) as TagRow);
+    return toApiTag(trx, (await findTagByUuid(trx, row.uuid)) as TagRow, viewer);
   });
 }
 
@@ -222,6 +232,7 @@ const HOUR_MS = 3_600_000;
 export async function trendingHashtags(
   ctx: Context,
   options: { window: number; limit: number },
+  viewer: string | null,
 ): Promise<TrendingTag[]> {
   const currentHour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
   const startMs = currentHour - (options.window - 1) * HOUR_MS;
@@ -236,7 +247,7 @@ export async function trendingHashtags(
     const row = await findTagByUuid(ctx.db, u);
     if (row) rows.push(row);
   }
-  const tags = new Map((await toApiTags(ctx.db, rows)).map((t) => [t.uuid, t]));
+  const tags = new Map((await toApiTags(ctx.db, rows, viewer)).map((t) => [t.uuid, t]));
   const out: TrendingTag[] = [];
   for (const r of ranked) {
     const tag = tags.get(r.uuid);

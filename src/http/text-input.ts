@@ -1,0 +1,55 @@
+import type { FastifyRequest } from 'fastify';
+import { ApiError, type ErrorDetail } from './errors.ts';
+
+const MAX_DEPTH = 8;
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function problem(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'contains a NUL character (\\u0000); remove it';
+  if (!text.isWellFormed()) return 'is not well-formed Unicode (a lone surrogate); send valid UTF-8 text';
+  return undefined;
+}
+
+/** The first string (key or value) in a parsed request part that the engines cannot store alike, with its path. */
+function findBadText(value: unknown, path: string, depth: number): ErrorDetail | undefined {
+  if (typeof value === 'string') {
+    const message = problem(value);
+    return message ? { field: path, message } : undefined;
+  }
+  if (depth >= MAX_DEPTH) return undefined;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const found = findBadText(item, path, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (!isPlainObject(value)) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const field = path === '' ? key : `${path}[${key}]`;
+    const keyProblem = problem(key);
+    if (keyProblem) return { field: field.slice(0, 100), message: keyProblem };
+    const found = findBadText(item, field, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Refuses text that would be stored differently or not at all: PostgreSQL rejects NUL characters in text (a 500
+ * otherwise) where SQLite keeps them, and lone surrogates become U+FFFD on the way to either engine. Runs on the
+ * path parameters, query string and parsed body of every request, before any handler or owner lookup.
+ */
+export async function rejectUnstorableText(request: FastifyRequest): Promise<void> {
+  for (const part of [request.params, request.query, request.body]) {
+    const found = findBadText(part, '', 0);
+    if (found) {
+      throw new ApiError('invalid_request', `Invalid ${found.field || 'input'}: ${found.message}.`, [found]);
+    }
+  }
+}

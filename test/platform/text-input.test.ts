@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+
+// PostgreSQL refuses NUL characters in text, so every one of these answered 500 there (and stored the text on
+// SQLite): a 400 invalid_request on both engines now, with nothing stored.
+for (const dialect of testDialects()) {
+  describe(`text the engines cannot store alike [${dialect.name}]`, () => {
+    let t: TestApp;
+    let alice: TestUser;
+    let bob: TestUser;
+    before(async () => {
+      t = await startTestApp(dialect);
+      alice = await t.createUser();
+      bob = await t.createUser();
+    });
+    after(async () => t?.close());
+
+    async function count(table: 'posts' | 'networks' | 'messages' | 'media'): Promise<number> {
+      const row = await t.ctx.db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    }
+
+    it('refuses a NUL character in bodies and query strings with 400, storing nothing', async () => {
+      const cases = [
+        { method: 'POST' as const, url: '/posts', token: alice.token, payload: { body: 'a\u0000b' } },
+        { method: 'POST' as const, url: '/networks', token: alice.token, payload: { name: 'a\u0000b' } },
+        {
+          method: 'POST' as const,
+          url: '/messages',
+          token: alice.token,
+          payload: { recipient_uuid: bob.uuid, body: 'hi\u0000' },
+        },
+        {
+          method: 'POST' as const,
+          url: `/users/${alice.uuid}/update`,
+          token: alice.token,
+          payload: { bio: 'x\u0000' },
+        },
+        { method: 'GET' as const, url: '/tags?filterby[name][eq]=a%00b', token: t.guest },
+        { method: 'GET' as const, url: '/karma?filterby[event][like]=a%00', token: alice.token },
+      ];
+      for (const c of cases) {
+        const res = await t.inject(c);
+        assert.equal(res.statusCode, 400, `${c.method} ${c.url}: ${res.body}`);
+        assert.equal(body(res).error.code, 'invalid_request', c.url);
+        assert.match(body(res).error.message, /NUL/, c.url);
+      }
+      assert.equal(await count('posts'), 0);
+      assert.equal(await count('networks'), 0);
+      assert.equal(await count('messages'), 0);
+      const me = await t.inject({ method: 'GET', url: '/me', token: alice.token });
+      assert.equal(body(me).data.bio, null);
+    });
+
+    it('refuses a lone surrogate with 400', async () => {
+      const res = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: alice.token,
+        headers: { 'content-type': 'application/json' },
+        payload: '{"body":"broken \\ud800 text"}',
+      });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.match(body(res).error.message, /Unicode/);
+      assert.equal(await count('posts'), 0);
+    });
+
+    it('refuses a NUL in a multipart field and in the OAuth token request (RFC 6749 error shape)', async () => {
+      const boundary = '----nul';
+      const payload = Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\nbad\u0000title\r\n` +
+            `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.png"\r\nContent-Type: image/png\r\n\r\n`,
+        ),
+        Buffer.from(
+          'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+          'base64',
+        ),
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+      const media = await t.inject({
+        method: 'POST',
+        url: '/media',
+        token: alice.token,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        payload,
+      });
+      assert.equal(media.statusCode, 400, media.body);
+      assert.equal(await count('media'), 0);
+      const token = await t.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        payload: {
+          grant_type: 'password',
+          client_id: t.client.id,
+          client_secret: t.client.secret,
+          username: 'someone\u0000',
+          password: 'whatever-password',
+        },
+      });
+      assert.equal(token.statusCode, 400, token.body);
+      assert.equal(body(token).error, 'invalid_request');
+    });
+  });
+}
