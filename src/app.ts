@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import qs from 'qs';
 import type { Config } from './config.ts';
 import type { Context } from './context.ts';
@@ -10,7 +10,8 @@ import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events/bus.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
-import { installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import { rejectUnstorableText } from './http/text-input.ts';
 import accessPlugin from './modules/auth/access.plugin.ts';
 import { modules } from './modules/index.ts';
 import metricsPlugin from './plugins/metrics.plugin.ts';
@@ -67,6 +68,18 @@ export async function buildApp(
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     routerOptions: { querystringParser: parseNested, maxParamLength: 200 },
+    // The router refuses a malformed URL (bad percent-encoding) or an over-long path parameter before any hook or
+    // error handler runs; without this Fastify answers with its own JSON, outside the envelope and the code set.
+    frameworkErrors: (error, request, reply) => {
+      const message =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? 'A path segment is longer than 200 characters; check the uuid in the URL.'
+          : 'The URL is malformed; check its percent-encoding.';
+      (reply as FastifyReply)
+        .header('x-request-id', request.id)
+        .status(400)
+        .send(errorBody('invalid_request', message, request.id));
+    },
     ajv: {
       customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true, useDefaults: true },
     },
@@ -75,11 +88,15 @@ export async function buildApp(
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
+  app.addHook('preHandler', rejectUnstorableText);
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string' },
     (_request, body, done) => done(null, parseNested(body as string)),
   );
+  // Fastify parses text/plain by default; the contract accepts only JSON and form bodies (415 for the rest).
+  app.removeContentTypeParser('text/plain');
 
   app.addHook('onRoute', (route) => {
     // Every documented operation lists the error envelope, so clients and the OpenAPI document see its shape.
