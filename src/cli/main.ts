@@ -5,10 +5,14 @@ import { migrateToLatest } from '../db/migrate.ts';
 import { EventBus } from '../events/bus.ts';
 import { modules } from '../modules/index.ts';
 import type { Command } from './command.ts';
+import { checkCommand } from './commands/check.command.ts';
+import { clientsCommand } from './commands/clients.command.ts';
 import { migrateCommand } from './commands/migrate.command.ts';
+import { searchCommand } from './commands/search.command.ts';
+import { usersCommand } from './commands/users.command.ts';
 
 /** Every CLI command; each module adds its own line. */
-const commands: Command[] = [migrateCommand];
+const commands: Command[] = [migrateCommand, checkCommand, clientsCommand, usersCommand, searchCommand];
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;

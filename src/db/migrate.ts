@@ -3,12 +3,14 @@ import { type Migration, Migrator } from 'kysely/migration';
 import type { Database, Dialect } from './database.ts';
 import { coreMigration } from './migrations/0001-core.ts';
 import { karmaSourceMigration } from './migrations/0002-karma-source.ts';
+import { searchMigration } from './migrations/0002-search.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-core': coreMigration(dialect),
     '0002-karma-source': karmaSourceMigration(),
+    '0002-search': searchMigration(dialect),
   };
 }
 

@@ -1,0 +1,187 @@
+import { ApiError } from '../../http/errors.ts';
+
+/** Most words of a query that take part in matching; further words are ignored (200 characters rarely hold more). */
+export const MAX_TERMS = 16;
+
+/**
+ * Case and diacritics folding, the same as the tag store's key and the database side of the index: NFKC, lower
+ * case, combining marks removed (NFD), NFC again.
+ */
+export function fold(text: string): string {
+  return text.normalize('NFKC').toLowerCase().normalize('NFD').replace(/\p{M}/gu, '').normalize('NFC');
+}
+
+/**
+ * The words of a query: folded, split at everything that is not a letter or digit. Quotes, operators and engine
+ * syntax never survive this step, so nothing the user types is ever interpreted by FTS5 or tsquery.
+ */
+export function queryTerms(query: string): string[] {
+  return (fold(query).match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, MAX_TERMS);
+}
+
+/**
+ * FTS5 MATCH text: every term must match (in title or body), the last one as a prefix unless `lastPrefix` is
+ * false (the stemmed index matches whole words); each term quoted, so nothing in it is FTS5 syntax.
+ */
+export function ftsMatch(terms: string[], kinds?: readonly string[], lastPrefix = true): string {
+  const words = terms.map(
+    (t, i) => `"${t.replaceAll('"', '""')}"${lastPrefix && i === terms.length - 1 ? '*' : ''}`,
+  );
+  const text = `{title body} : (${words.join(' AND ')})`;
+  if (!kinds) return text;
+  return `kind : (${kinds.map((k) => `"${k}"`).join(' OR ')}) AND ${text}`;
+}
+
+/** Sort direction. */
+export type Direction = 'asc' | 'desc';
+
+/** A parsed `order` parameter. */
+export interface Order {
+  property: string;
+  direction: Direction;
+}
+
+/** Parses `PROPERTY`, `PROPERTY:asc|desc` or `PROPERTY asc|desc`; an unknown property or direction is a 400. */
+export function parseOrder(raw: string | undefined, allowed: readonly string[]): Order {
+  if (raw === undefined || raw.trim() === '') return { property: 'relevance', direction: 'desc' };
+  const m = /^\s*([a-z_]+)(?:\s*[: ]\s*([A-Za-z]+))?\s*$/.exec(raw);
+  const property = m?.[1];
+  const direction = (m?.[2] ?? 'desc').toLowerCase();
+  if (!m || !property || !allowed.includes(property) || (direction !== 'asc' && direction !== 'desc')) {
+    const message = `order is PROPERTY, PROPERTY:asc|desc or "PROPERTY asc|desc" with PROPERTY one of ${allowed.join(', ')}; got ${JSON.stringify(raw.slice(0, 60))}`;
+    throw new ApiError('invalid_request', `Invalid order: ${message}`, [{ field: 'order', message }]);
+  }
+  return { property, direction: direction as Direction };
+}
+
+/** Trigrams of a folded text with pg_trgm's padding (two blanks before each word, one after). */
+export function trigrams(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const word of text.match(/[\p{L}\p{N}]+/gu) ?? []) {
+    const w = `  ${word} `;
+    const chars = [...w];
+    for (let i = 0; i + 3 <= chars.length; i++) out.add(chars.slice(i, i + 3).join(''));
+  }
+  return out;
+}
+
+/** The trigrams that look up typo candidates: one blank before and after each word, as search_names stores names. */
+export function candidateTrigrams(terms: string[]): string[] {
+  const out = new Set<string>();
+  for (const t of terms) {
+    const chars = [...` ${t} `];
+    for (let i = 0; i + 3 <= chars.length; i++) out.add(chars.slice(i, i + 3).join(''));
+  }
+  return [...out].slice(0, 64);
+}
+
+/** Optimal string alignment distance (Levenshtein plus swaps of neighbours), stopping early above `max`. */
+export function editDistance(a: string, b: string, max: number): number {
+  const s = [...a];
+  const t = [...b];
+  if (Math.abs(s.length - t.length) > max) return max + 1;
+  const rows: number[][] = [];
+  for (let i = 0; i <= s.length; i++) {
+    const row = new Array<number>(t.length + 1).fill(0);
+    row[0] = i;
+    rows.push(row);
+  }
+  const r0 = rows[0] as number[];
+  for (let j = 0; j <= t.length; j++) r0[j] = j;
+  for (let i = 1; i <= s.length; i++) {
+    const row = rows[i] as number[];
+    const prev = rows[i - 1] as number[];
+    let best = Number.POSITIVE_INFINITY;
+    for (let j = 1; j <= t.length; j++) {
+      const cost = s[i - 1] === t[j - 1] ? 0 : 1;
+      let v = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
+      if (i > 1 && j > 1 && s[i - 1] === t[j - 2] && s[i - 2] === t[j - 1]) {
+        v = Math.min(v, ((rows[i - 2] as number[])[j - 2] as number) + 1);
+      }
+      row[j] = v;
+      if (v < best) best = v;
+    }
+    if (best > max) return max + 1;
+  }
+  return (rows[s.length] as number[])[t.length] as number;
+}
+
+/** Edits a word of this length may contain and still count as a typo (0 up to 3 letters, 1 up to 6, else 2). */
+export function allowedEdits(length: number): number {
+  if (length <= 3) return 0;
+  if (length <= 6) return 1;
+  return 2;
+}
+
+/**
+ * How far a name is from a query typed with typos, or undefined when it is too far: every query word must be
+ * within its allowed edits of a word of the name (or of that word's start, for the last query word).
+ */
+export function typoDistance(terms: string[], name: string): number | undefined {
+  const words = fold(name).match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (terms.length === 0 || words.length === 0) return undefined;
+  let total = 0;
+  for (const [i, term] of terms.entries()) {
+    const max = allowedEdits([...term].length);
+    const last = i === terms.length - 1;
+    let best = max + 1;
+    for (const w of words) {
+      best = Math.min(best, editDistance(term, w, max));
+      if (last && [...w].length > [...term].length) {
+        best = Math.min(best, editDistance(term, [...w].slice(0, [...term].length).join(''), max));
+      }
+    }
+    if (best > max) return undefined;
+    total += best;
+  }
+  return total;
+}
+
+const K1 = 1.2;
+const B = 0.75;
+/** How much more a word in the title (name) counts than one in the body. */
+const TITLE_WEIGHT = 3;
+
+/** The folded words of a text. */
+export function words(text: string | null): string[] {
+  return text ? (fold(text).match(/[\p{L}\p{N}]+/gu) ?? []) : [];
+}
+
+/** How well one word of a document matches a query term: 1 exact, 0.5 a prefix or stem-like variant, else 0. */
+function wordMatch(word: string, term: string): number {
+  if (word === term) return 1;
+  if (word.startsWith(term)) return 0.5;
+  if (term.length > word.length && word.length >= 3 && term.startsWith(word)) return 0.5;
+  return 0;
+}
+
+function fieldScore(terms: string[], field: string[], averageLength: number): number {
+  if (field.length === 0) return 0;
+  let score = 0;
+  for (const term of terms) {
+    let tf = 0;
+    for (const w of field) tf += wordMatch(w, term);
+    if (tf > 0) score += (tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * field.length) / averageLength));
+  }
+  return score;
+}
+
+/** A candidate document's text, for relevance. */
+export interface ScoredText {
+  title: string | null;
+  body: string | null;
+}
+
+/**
+ * BM25-style relevance of each candidate (higher is better), computed here from the candidates' text so both
+ * engines rank alike. Every candidate contains every term (the index matched them), so document frequencies
+ * would weigh all candidates alike and are left out; term frequency and field length decide, titles weigh more.
+ */
+export function relevanceScores(terms: string[], docs: ScoredText[]): number[] {
+  const fields = docs.map((d) => ({ title: words(d.title), body: words(d.body) }));
+  const avgTitle = Math.max(1, fields.reduce((n, f) => n + f.title.length, 0) / Math.max(1, fields.length));
+  const avgBody = Math.max(1, fields.reduce((n, f) => n + f.body.length, 0) / Math.max(1, fields.length));
+  return fields.map(
+    (f) => TITLE_WEIGHT * fieldScore(terms, f.title, avgTitle) + fieldScore(terms, f.body, avgBody),
+  );
+}

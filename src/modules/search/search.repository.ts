@@ -1,0 +1,382 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { Db, Dialect } from '../../db/database.ts';
+import { DOC_TABLES, PG_STEMMERS, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
+import { visibleTo } from '../connection/visibility.ts';
+import { ftsMatch } from './search.query.ts';
+
+/** Kinds of item in the search index. */
+export const DOC_KINDS = ['user', 'network', 'post', 'comment', 'media', 'messages'] as const;
+
+/** One kind of indexed item. */
+export type DocKind = (typeof DOC_KINDS)[number];
+
+/** Which documents a search may return: kinds, the viewer's privacy, language, excluded and friends-only users. */
+export interface Scope {
+  kinds: readonly DocKind[];
+  viewer: string | null;
+  /** Content (posts, comments, media, messages) limited to this language; users and networks are not. */
+  language?: string | undefined;
+  excludeUuids?: string[] | undefined;
+  /** Only documents whose uuid is a confirmed friend of this user (friend search). */
+  friendsOf?: string | undefined;
+}
+
+/** What the words must match and with which stemming. */
+export interface Match {
+  terms: string[];
+  /** Language whose stemmer applies besides the plain words (undefined: plain words only). */
+  stem?: string | undefined;
+}
+
+/** A document found, in result order. */
+export interface DocRef {
+  id: number;
+  kind: DocKind;
+  uuid: string;
+}
+
+/** An ordering of documents by a column other than the index order (full sort of the matches). */
+export interface DocOrder {
+  column: 'updated_at' | 'username' | 'karma';
+  direction: 'asc' | 'desc';
+}
+
+const CONTENT_KINDS = ['post', 'comment', 'media', 'messages'];
+
+/** The scope as a condition on `search_docs d`: privacy is part of the query, never a filter afterwards. */
+function scopeCondition(scope: Scope): RawBuilder<unknown> {
+  const parts: RawBuilder<unknown>[] = [sql`d.kind in (${sql.join([...scope.kinds])})`];
+  const visible = visibleTo(scope.viewer, 'd.owner_uuid', 'd.visibility');
+  parts.push(
+    scope.viewer === null
+      ? sql`${visible}`
+      : sql`(${visible} or (d.visibility = 'message' and d.recipient_uuid = ${scope.viewer}))`,
+  );
+  if (scope.language && scope.kinds.some((k) => CONTENT_KINDS.includes(k))) {
+    parts.push(sql`(d.kind in ('user', 'network') or d.language = ${scope.language})`);
+  }
+  if (scope.excludeUuids && scope.excludeUuids.length > 0) {
+    parts.push(sql`d.uuid not in (${sql.join(scope.excludeUuids)})`);
+  }
+  if (scope.friendsOf) {
+    parts.push(
+      sql`exists (select 1 from friends fr where fr.user_uuid = ${scope.friendsOf} and fr.friend_uuid = d.uuid)`,
+    );
+  }
+  return sql.join(parts, sql` and `);
+}
+
+/** Kinds as an FTS5 column filter, only when it narrows the search. */
+function ftsKinds(scope: Scope): readonly string[] | undefined {
+  return scope.kinds.length < DOC_KINDS.length ? scope.kinds : undefined;
+}
+
+/** The FTS5 tables a match runs on: the English-stemmed one besides the plain one when English stems. */
+/** The FTS5 tables a match runs on: the English-stemmed one (whole words) besides the plain one for English. */
+function ftsTables(match: Match): { table: 'search_fts' | 'search_fts_en'; lastPrefix: boolean }[] {
+  const plain = { table: 'search_fts' as const, lastPrefix: true };
+  return match.stem === 'en' ? [plain, { table: 'search_fts_en', lastPrefix: false }] : [plain];
+}
+
+/**
+ * The tsquery of a match: all words as typed with the last as a prefix, or (with a stemming language) all words
+ * stemmed as whole words; the same two alternatives as the two FTS5 tables on SQLite.
+ */
+function tsquery(match: Match): RawBuilder<unknown> {
+  const last = match.terms.length - 1;
+  const all = (config: string, lastPrefix: boolean) =>
+    sql.join(
+      match.terms.map(
+        (t, i) => sql`to_tsquery(${config}::regconfig, ${`'${t}'${lastPrefix && i === last ? ':*' : ''}`})`,
+      ),
+      sql` && `,
+    );
+  const stemmer = match.stem ? PG_STEMMERS[match.stem] : undefined;
+  if (!stemmer) return sql`(${all('simple', true)})`;
+  return sql`((${all('simple', true)}) || (${all(`search_${stemmer}`, false)}))`;
+}
+
+/** A matching document with its text, for relevance. */
+export interface Candidate extends DocRef {
+  title: string | null;
+  body: string | null;
+}
+
+function toCandidate(r: {
+  id: number | string;
+  kind: string;
+  uuid: string;
+  title?: string | null;
+  body?: string | null;
+}): Candidate {
+  return {
+    id: Number(r.id),
+    kind: r.kind as DocKind,
+    uuid: r.uuid,
+    title: r.title ?? null,
+    body: r.body ?? null,
+  };
+}
+
+/** A walk over matches in index order (the order documents were indexed in, which is their creation order). */
+export interface IdWalk {
+  direction: 'asc' | 'desc';
+  /** Only documents with an id below this (the unranked tail after the ranked candidates). */
+  beforeId?: number | undefined;
+  offset: number;
+  limit: number;
+}
+
+/**
+ * Matching documents in scope in index order, windowed, with their text. Cheap on both engines whatever the
+ * word: FTS5 walks its doclists in rowid order and stops after the window; nothing is scored or sorted.
+ */
+export async function findMatchesById(
+  db: Db,
+  dialect: Dialect,
+  match: Match,
+  scope: Scope,
+  walk: IdWalk,
+): Promise<Candidate[]> {
+  const where = scopeCondition(scope);
+  const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  if (dialect === 'postgres') {
+    const before = walk.beforeId === undefined ? sql`` : sql`and d.id < ${walk.beforeId}`;
+    const r = await sql<{
+      id: string;
+      kind: string;
+      uuid: string;
+      title: string | null;
+      body: string | null;
+    }>`
+      select d.id, d.kind, d.uuid, d.title, d.body from search_docs d
+      where d.tsv @@ ${tsquery(match)} ${before} and ${where}
+      order by d.id ${dir} limit ${walk.limit} offset ${walk.offset}`.execute(db);
+    return r.rows.map(toCandidate);
+  }
+  const tables = ftsTables(match);
+  const seen = new Map<number, Candidate>();
+  for (const { table, lastPrefix } of tables) {
+    const text = ftsMatch(match.terms, ftsKinds(scope), lastPrefix);
+    const rowid = sql.ref(`${table}.rowid`);
+    const before = walk.beforeId === undefined ? sql`` : sql`and ${rowid} < ${walk.beforeId}`;
+    // With two tables each gives its first offset+limit; the window is cut from their merge.
+    const single = tables.length === 1;
+    const r = await sql<{
+      id: number;
+      kind: string;
+      uuid: string;
+      title: string | null;
+      body: string | null;
+    }>`
+      select d.id, d.kind, d.uuid, d.title, d.body from ${sql.table(table)} join search_docs d on d.id = ${rowid}
+      where ${sql.table(table)} match ${text} ${before} and ${where}
+      order by ${rowid} ${dir} limit ${single ? walk.limit : walk.offset + walk.limit}
+      offset ${single ? walk.offset : 0}`.execute(db);
+    if (single) return r.rows.map(toCandidate);
+    for (const row of r.rows) seen.set(Number(row.id), toCandidate(row));
+  }
+  const sign = walk.direction === 'asc' ? 1 : -1;
+  return [...seen.values()].sort((a, b) => sign * (a.id - b.id)).slice(walk.offset, walk.offset + walk.limit);
+}
+
+/**
+ * Matching documents in scope ordered by update time, or username/karma for users, windowed. This sorts every
+ * match (no shortcut exists for these orders); the kind filter keeps user searches to users.
+ */
+export async function findMatchesOrdered(
+  db: Db,
+  dialect: Dialect,
+  match: Match,
+  scope: Scope,
+  order: DocOrder,
+  offset: number,
+  limit: number,
+): Promise<DocRef[]> {
+  const where = scopeCondition(scope);
+  const dir = sql.raw(order.direction === 'asc' ? 'asc' : 'desc');
+  const userJoin = order.column === 'username' || order.column === 'karma';
+  const column =
+    order.column === 'username'
+      ? sql.ref('u.username_key')
+      : order.column === 'karma'
+        ? sql.ref('u.karma')
+        : sql.ref(`d.${order.column}`);
+  const join = userJoin ? sql`join users u on u.uuid = d.uuid` : sql``;
+  let matched: RawBuilder<unknown>;
+  if (dialect === 'postgres') {
+    matched = sql`d.tsv @@ ${tsquery(match)}`;
+  } else {
+    const selects = ftsTables(match).map(
+      ({ table, lastPrefix }) =>
+        sql`select rowid from ${sql.table(table)} where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix)}`,
+    );
+    matched = sql`d.id in (${sql.join(selects, sql` union `)})`;
+  }
+  const r = await sql<{ id: number | string; kind: string; uuid: string }>`
+    select d.id, d.kind, d.uuid from search_docs d ${join}
+    where ${matched} and ${where}
+    order by ${column} ${dir}, d.id ${dir} limit ${limit} offset ${offset}`.execute(db);
+  return r.rows.map(toCandidate);
+}
+
+/** Names (users, networks, hashtags) sharing a trigram with the query: the candidates of typo tolerance. */
+export async function findNameCandidates(
+  db: Db,
+  dialect: Dialect,
+  kinds: readonly string[],
+  grams: string[],
+  limit: number,
+): Promise<{ kind: string; uuid: string; name: string }[]> {
+  if (grams.length === 0 || kinds.length === 0) return [];
+  // The names sharing the most trigrams with the query come first (then the newest), alike on both engines.
+  if (dialect === 'postgres') {
+    const likes = grams.map((g) => sql`n.name_fold like ${`%${g}%`}`);
+    const shared = sql.join(
+      likes.map((l) => sql`(case when ${l} then 1 else 0 end)`),
+      sql` + `,
+    );
+    const r = await sql<{ kind: string; uuid: string; name: string }>`
+      select n.kind, n.uuid, n.name from search_names n
+      where n.kind in (${sql.join([...kinds])}) and (${sql.join(likes, sql` or `)})
+      order by ${shared} desc, n.id desc limit ${limit}`.execute(db);
+    return r.rows;
+  }
+  const perGram = grams.map(
+    (g) =>
+      sql`select rowid as id from search_names_tri where search_names_tri match ${`"${g.replaceAll('"', '""')}"`}`,
+  );
+  const r = await sql<{ kind: string; uuid: string; name: string }>`
+    select n.kind, n.uuid, n.name
+    from (select id, count(*) as shared from (${sql.join(perGram, sql` union all `)}) g group by id) m
+    join search_names n on n.id = m.id
+    where n.kind in (${sql.join([...kinds])})
+    order by m.shared desc, n.id desc limit ${limit}`.execute(db);
+  return r.rows;
+}
+
+/** Which of these uuids are documents in scope (the privacy condition applied to typo candidates); looked up by uuid first. */
+export async function findDocsInScope(db: Db, uuids: string[], scope: Scope): Promise<DocRef[]> {
+  if (uuids.length === 0) return [];
+  const r = await sql<{ id: number | string; kind: string; uuid: string }>`
+    select d.id, d.kind, d.uuid from search_docs d
+    where d.id in (select x.id from search_docs x where x.uuid in (${sql.join(uuids)}))
+      and ${scopeCondition(scope)}`.execute(db);
+  return r.rows.map(toCandidate);
+}
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** A prefix condition on an indexed key column: a range on SQLite, LIKE over text_pattern_ops on PostgreSQL. */
+function prefixCondition(dialect: Dialect, column: string, prefix: string): RawBuilder<unknown> {
+  const ref = sql.ref(column);
+  if (dialect === 'postgres') return sql`${ref} like ${`${escapeLike(prefix)}%`}`;
+  return sql`${ref} >= ${prefix} and ${ref} < ${`${prefix}\u{10FFFF}`}`;
+}
+
+/** Users whose username key starts with `prefix`, friends of `friendsOf` only or not friends, by username. */
+export async function findUsersByUsernamePrefix(
+  db: Db,
+  dialect: Dialect,
+  prefix: string,
+  options: { friendsOf?: string; notFriendsOf?: string; exclude?: string[]; offset: number; limit: number },
+): Promise<string[]> {
+  const parts: RawBuilder<unknown>[] = [prefixCondition(dialect, 'u.username_key', prefix)];
+  if (options.friendsOf) {
+    parts.push(
+      sql`exists (select 1 from friends fr where fr.user_uuid = ${options.friendsOf} and fr.friend_uuid = u.uuid)`,
+    );
+  }
+  if (options.notFriendsOf) {
+    parts.push(
+      sql`not exists (select 1 from friends fr where fr.user_uuid = ${options.notFriendsOf} and fr.friend_uuid = u.uuid)`,
+    );
+  }
+  if (options.exclude && options.exclude.length > 0)
+    parts.push(sql`u.uuid not in (${sql.join(options.exclude)})`);
+  const r = await sql<{ uuid: string }>`
+    select u.uuid from users u where ${sql.join(parts, sql` and `)}
+    order by u.username_key asc limit ${options.limit} offset ${options.offset}`.execute(db);
+  return r.rows.map((row) => row.uuid);
+}
+
+/** Hashtags whose key starts with `prefix`: the exact key first, then the most used, then by key. */
+export async function findHashtagsByPrefix(
+  db: Db,
+  dialect: Dialect,
+  prefix: string,
+  order: { column: 'relevance' | 'created_at' | 'updated_at'; direction: 'asc' | 'desc' },
+  offset: number,
+  limit: number,
+): Promise<string[]> {
+  const dir = sql.raw(order.direction === 'asc' ? 'asc' : 'desc');
+  const orderBy =
+    order.column === 'relevance'
+      ? sql`case when t.name_key = ${prefix} then 0 else 1 end asc, t.associations_count desc, t.name_key asc, t.uuid asc`
+      : sql`${sql.ref(`t.${order.column}`)} ${dir}, t.uuid ${dir}`;
+  const r = await sql<{ uuid: string }>`
+    select t.uuid from tags t
+    where t.tag_type = 'hashtag' and ${prefixCondition(dialect, 't.name_key', prefix)}
+    order by ${orderBy} limit ${limit} offset ${offset}`.execute(db);
+  return r.rows.map((row) => row.uuid);
+}
+
+/** Rows of one kind's base table by uuid. */
+export async function findRowsByUuids(db: Db, kind: DocKind | 'tag', uuids: string[]) {
+  if (uuids.length === 0) return [];
+  const table = kind === 'tag' ? 'tags' : DOC_TABLES[kind];
+  return db.selectFrom(table).selectAll().where('uuid', 'in', uuids).execute();
+}
+
+/**
+ * Rebuilds the index from the base tables (recovery): documents inserted in creation order so "newest" stays
+ * meaningful, names of users, networks and hashtags, and on SQLite the FTS5 structures from scratch.
+ */
+export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: number; names: number }> {
+  const columns =
+    'kind, uuid, owner_uuid, visibility, recipient_uuid, language, title, body, created_at, updated_at';
+  const selects = (Object.keys(DOC_TABLES) as DocKind[]).map(
+    (kind) => `select ${SQLITE_DOC_SOURCES[kind]('r')} from ${DOC_TABLES[kind]} r`,
+  );
+  const fold = (expr: string) =>
+    dialect === 'postgres'
+      ? `' ' || search_fold(${expr}) || ' '`
+      : `' ' || replace(${expr}, '_', ' ') || ' '`;
+  if (dialect === 'postgres') {
+    // A rebuild of a large index outlasts the API's statement timeout; it holds the tables for its duration.
+    await sql.raw('set local statement_timeout = 0').execute(db);
+    await sql.raw('truncate search_docs, search_names restart identity').execute(db);
+  } else {
+    await sql.raw('delete from search_names').execute(db);
+    await sql.raw('delete from search_docs').execute(db);
+  }
+  if (dialect === 'sqlite') {
+    // 'rebuild' after the deletes empties the FTS5 structures whatever state they were in.
+    await sql.raw(`insert into search_fts(search_fts) values ('rebuild')`).execute(db);
+    await sql.raw(`insert into search_fts_en(search_fts_en) values ('rebuild')`).execute(db);
+    await sql.raw(`insert into search_names_tri(search_names_tri) values ('rebuild')`).execute(db);
+  }
+  await sql
+    .raw(`insert into search_docs(${columns}) select * from (${selects.join(' union all ')}) s order by 9, 2`)
+    .execute(db);
+  await sql
+    .raw(
+      `insert into search_names(kind, uuid, name, name_fold)
+       select kind, uuid, name, ${fold('name')} from (
+         select 'user' as kind, uuid, username as name, created_at from users
+         union all select 'user', uuid, display_name, created_at from users where display_name is not null and display_name <> ''
+         union all select 'network', uuid, name, created_at from networks
+         union all select 'hashtag', uuid, name_key, created_at from tags where tag_type = 'hashtag'
+       ) s order by created_at`,
+    )
+    .execute(db);
+  if (dialect === 'sqlite') {
+    await sql.raw(`insert into search_fts(search_fts) values ('optimize')`).execute(db);
+    await sql.raw(`insert into search_fts_en(search_fts_en) values ('optimize')`).execute(db);
+  }
+  const docs = await sql<{ n: number }>`select count(*) as n from search_docs`.execute(db);
+  const names = await sql<{ n: number }>`select count(*) as n from search_names`.execute(db);
+  return { docs: Number(docs.rows[0]?.n ?? 0), names: Number(names.rows[0]?.n ?? 0) };
+}

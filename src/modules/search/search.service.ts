@@ -1,0 +1,522 @@
+import type { Context } from '../../context.ts';
+import type { ErrorDetail } from '../../http/errors.ts';
+import { ApiError } from '../../http/errors.ts';
+import { parseUuidList } from '../../http/list-query.ts';
+import { resolveWindow, type Window } from '../../http/paging.ts';
+import { toComment } from '../comment/comment.service.ts';
+import { toMedia } from '../media/media.service.ts';
+import { toMessage } from '../message/message.service.ts';
+import { toNetwork } from '../network/network.service.ts';
+import { toPost } from '../post/post.service.ts';
+import { normalizeTagName } from '../tag/normalize.ts';
+import { ASSOCIATIONS_IN_TAG } from '../tag/tag.service.ts';
+import type { TagTable } from '../tag/tag.table.ts';
+import { findNewestAssociationUuids } from '../tag-association/tag-association.repository.ts';
+import { toPublicUser } from '../user/user.service.ts';
+import type { UserTable } from '../user/user.table.ts';
+import {
+  allowedEdits,
+  candidateTrigrams,
+  fold,
+  type Order,
+  parseOrder,
+  queryTerms,
+  relevanceScores,
+  typoDistance,
+} from './search.query.ts';
+import type { DocKind, DocRef, Match, Scope } from './search.repository.ts';
+import * as repo from './search.repository.ts';
+import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
+
+/**
+ * How many of the newest matches are ranked by relevance (the rest follow newest first); see docs/search.md.
+ * A mutable object so tests can shrink it to exercise the unranked tail.
+ */
+export const searchTuning = { rankedCandidates: 1000 };
+/** Typo tolerance joins in when the exact matches are fewer than this. */
+export const TYPO_WHEN_FEWER_THAN = 3;
+/** Most typo-tolerant matches appended to a result. */
+export const TYPO_MAX = 50;
+/** Names looked at when searching for typos. */
+const TYPO_CANDIDATES = 1000;
+/** Prefixes of /search/complete and what each searches; without one, users, networks and hashtags are mixed. */
+export const COMPLETE_PREFIXES: Record<string, 'hashtag' | 'mention'> = { '#': 'hashtag', '@': 'mention' };
+
+/** Query parameters shared by the searches. */
+export interface SearchParams {
+  query: string;
+  offset?: number | undefined;
+  page?: number | undefined;
+  limit?: number | undefined;
+  order?: string | undefined;
+  language?: string | undefined;
+  exclude_user_uuids?: unknown;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: items are the other modules' API objects, told apart by `type`.
+type Item = any;
+
+/** A search answer: the items and the applied window (`count.total` is always null on searches). */
+export interface SearchResult<T> {
+  data: T;
+  count: { offset: number; limit: number; total: null };
+}
+
+function windowOf(ctx: Context, params: SearchParams): Window {
+  return resolveWindow(params, ctx.config.SEARCH_MAX_OFFSET);
+}
+
+function result<T>(data: T, window: Window): SearchResult<T> {
+  return { data, count: { offset: window.offset, limit: window.limit, total: null } };
+}
+
+function isHashtagQuery(query: string): boolean {
+  return query.trimStart().startsWith('#');
+}
+
+/** The tag-store key of a hashtag query: the first word after the `#` signs, normalized like stored tags. */
+function hashtagKey(query: string): string {
+  const word = /[\p{L}\p{N}\p{M}_]+/u.exec(query.replace(/^[\s#]+/u, ''))?.[0] ?? '';
+  return normalizeTagName(word);
+}
+
+/**
+ * The username key a mention query starts: what follows the `@` signs, lower-cased like stored keys; empty when
+ * it holds a character no username has (so nothing else, such as a NUL, ever reaches the database).
+ */
+function usernamePrefix(query: string): string {
+  const prefix = query
+    .replace(/^[\s@]+/u, '')
+    .trim()
+    .toLowerCase();
+  return /^[\p{L}\p{N}_]+$/u.test(prefix) ? prefix : '';
+}
+
+/**
+ * Appends typo-tolerant matches when the exact ones are fewer than TYPO_WHEN_FEWER_THAN, keeping one total order
+ * (exact first) so paging still yields every item once.
+ */
+async function withTypos<T>(
+  window: Window,
+  exactPage: T[],
+  fetchExact: (offset: number, limit: number) => Promise<T[]>,
+  fetchTypos: (exact: T[]) => Promise<T[]>,
+): Promise<T[]> {
+  let head: T[];
+  if (window.offset === 0 && exactPage.length < window.limit) head = exactPage;
+  else if (window.offset === 0 && exactPage.length >= TYPO_WHEN_FEWER_THAN) return exactPage;
+  else head = await fetchExact(0, TYPO_WHEN_FEWER_THAN);
+  if (head.length >= TYPO_WHEN_FEWER_THAN) return exactPage;
+  const typos = await fetchTypos(head);
+  return [...head, ...typos].slice(window.offset, window.offset + window.limit);
+}
+
+/** Names within the allowed edits of the query, best first: uuid to distance. */
+async function typoMatches(ctx: Context, terms: string[], kinds: string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (kinds.length === 0 || !terms.some((t) => allowedEdits([...t].length) > 0)) return out;
+  const candidates = await repo.findNameCandidates(
+    ctx.db,
+    ctx.dialect,
+    kinds,
+    candidateTrigrams(terms),
+    TYPO_CANDIDATES,
+  );
+  for (const c of candidates) {
+    const d = typoDistance(terms, c.name);
+    if (d === undefined) continue;
+    const prev = out.get(c.uuid);
+    if (prev === undefined || d < prev) out.set(c.uuid, d);
+  }
+  return out;
+}
+
+/** Documents in scope matching the query with typos (users and networks only), nearest first. */
+async function docTypos(ctx: Context, terms: string[], scope: Scope, exact: DocRef[]): Promise<DocRef[]> {
+  const kinds = scope.kinds.filter((k) => k === 'user' || k === 'network');
+  const distances = await typoMatches(ctx, terms, kinds);
+  const known = new Set(exact.map((r) => r.uuid));
+  const uuids = [...distances.entries()]
+    .filter(([u]) => !known.has(u))
+    .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, TYPO_MAX * 2)
+    .map(([u]) => u);
+  const refs = await repo.findDocsInScope(ctx.db, uuids, scope);
+  return refs
+    .sort((a, b) => (distances.get(a.uuid) ?? 0) - (distances.get(b.uuid) ?? 0) || b.id - a.id)
+    .slice(0, TYPO_MAX);
+}
+
+/**
+ * The exact matches of a window. Relevance is bounded: the newest `searchTuning.rankedCandidates` matches are
+ * found by walking the index in id order (no scoring), ranked here from their text; older matches follow, newest
+ * first. created_at is the index order itself; updated_at, username and karma sort every match.
+ */
+async function exactDocs(
+  ctx: Context,
+  match: Match,
+  scope: Scope,
+  order: Order,
+  window: Window,
+): Promise<DocRef[]> {
+  const { db, dialect } = ctx;
+  if (order.property === 'created_at') {
+    return repo.findMatchesById(db, dialect, match, scope, { direction: order.direction, ...window });
+  }
+  if (order.property !== 'relevance') {
+    const column = order.property as repo.DocOrder['column'];
+    const ordered = { column, direction: order.direction };
+    return repo.findMatchesOrdered(db, dialect, match, scope, ordered, window.offset, window.limit);
+  }
+  const n = searchTuning.rankedCandidates;
+  const newest = await repo.findMatchesById(db, dialect, match, scope, {
+    direction: 'desc',
+    offset: 0,
+    limit: n,
+  });
+  const c = newest.length;
+  let out: DocRef[] = [];
+  if (window.offset < c) {
+    const scores = relevanceScores(match.terms, newest);
+    const ranked = newest
+      .map((doc, i) => ({ doc, score: scores[i] ?? 0 }))
+      .sort((a, b) => b.score - a.score || b.doc.id - a.doc.id)
+      .map((x) => x.doc);
+    if (order.direction === 'asc') ranked.reverse();
+    out = ranked.slice(window.offset, window.offset + window.limit);
+  }
+  const boundary = newest[c - 1];
+  if (c === n && boundary && window.offset + window.limit > c) {
+    const tail = await repo.findMatchesById(db, dialect, match, scope, {
+      direction: 'desc',
+      beforeId: boundary.id,
+      offset: Math.max(0, window.offset - c),
+      limit: window.limit - out.length,
+    });
+    out = out.concat(tail);
+  }
+  return out.map(({ id, kind, uuid }) => ({ id, kind, uuid }));
+}
+
+/** One search over the index: exact matches of the window, with typo-tolerant names when exact ones are few. */
+async function searchDocs(ctx: Context, match: Match, scope: Scope, order: Order, window: Window) {
+  if (match.terms.length === 0) return [];
+  const page = await exactDocs(ctx, match, scope, order, window);
+  if (!scope.kinds.some((k) => k === 'user' || k === 'network')) return page;
+  return withTypos(
+    window,
+    page,
+    (offset, limit) => exactDocs(ctx, match, scope, order, { offset, limit }),
+    (exact) => docTypos(ctx, match.terms, scope, exact),
+  );
+}
+
+/** The API objects of found documents, in the order found (items deleted meanwhile are left out). */
+async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
+  const byKind = new Map<DocKind, string[]>();
+  for (const r of refs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r.uuid]);
+  const objects = new Map<string, Item>();
+  for (const [kind, uuids] of byKind) {
+    const rows = (await repo.findRowsByUuids(ctx.db, kind, uuids)) as Record<string, unknown>[];
+    for (const row of rows) objects.set(row.uuid as string, toItem(kind, row));
+  }
+  return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
+}
+
+function toItem(kind: DocKind, row: Record<string, unknown>): Item {
+  switch (kind) {
+    case 'user':
+      return toPublicUser(row as unknown as UserTable);
+    case 'network':
+      return toNetwork(row as never);
+    case 'post':
+      return toPost(row as never);
+    case 'comment':
+      return toComment(row as never);
+    case 'media':
+      return toMedia(row as never);
+    case 'messages':
+      return toMessage(row as never);
+  }
+}
+
+/** Tag objects (with their newest association uuids) in the given order. */
+async function hydrateTags(ctx: Context, uuids: string[]): Promise<Item[]> {
+  const rows = (await repo.findRowsByUuids(ctx.db, 'tag', uuids)) as TagTable[];
+  const newest = await findNewestAssociationUuids(
+    ctx.db,
+    rows.map((r) => r.uuid),
+    ASSOCIATIONS_IN_TAG,
+  );
+  const byUuid = new Map(
+    rows.map((r) => [
+      r.uuid,
+      {
+        uuid: r.uuid,
+        type: 'tag' as const,
+        name: r.name,
+        tag_type: r.tag_type,
+        associations: newest.get(r.uuid) ?? [],
+        associations_count: Number(r.associations_count),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+      },
+    ]),
+  );
+  return uuids.map((u) => byUuid.get(u)).filter((t) => t !== undefined);
+}
+
+/** Hashtags of the tag store by prefix of their key, typo-tolerant when the prefix finds few. */
+async function hashtagUuids(ctx: Context, query: string, order: Order, window: Window): Promise<string[]> {
+  const key = hashtagKey(query);
+  if (key === '') return [];
+  const column = order.property as 'relevance' | 'created_at' | 'updated_at';
+  const fetch = (offset: number, limit: number) =>
+    repo.findHashtagsByPrefix(
+      ctx.db,
+      ctx.dialect,
+      key,
+      { column, direction: order.direction },
+      offset,
+      limit,
+    );
+  const page = await fetch(window.offset, window.limit);
+  return withTypos(window, page, fetch, async (exact) => {
+    const terms = key.match(/[\p{L}\p{N}]+/gu) ?? [];
+    const distances = await typoMatches(ctx, terms, ['hashtag']);
+    const known = new Set(exact);
+    return [...distances.entries()]
+      .filter(([u]) => !known.has(u))
+      .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, TYPO_MAX)
+      .map(([u]) => u);
+  });
+}
+
+function matchOf(params: SearchParams): Match {
+  return { terms: queryTerms(params.query), stem: params.language };
+}
+
+function excludedUsers(raw: unknown): string[] | undefined {
+  const details: ErrorDetail[] = [];
+  const list = parseUuidList('exclude_user_uuids', raw, details);
+  if (details.length > 0) {
+    throw new ApiError(
+      'invalid_request',
+      `Invalid exclude_user_uuids: ${details.map((d) => d.message).join('; ')}. Give user uuids as exclude_user_uuids[]=UUID or one comma-separated string.`,
+      details,
+    );
+  }
+  return list;
+}
+
+/** GET /search: mixed kinds ranked together; a `#` query searches hashtags in the tag store instead. */
+export async function search(
+  ctx: Context,
+  viewer: string | null,
+  params: SearchParams,
+): Promise<SearchResult<Item[]>> {
+  const order = parseOrder(params.order, CONTENT_ORDERS);
+  const window = windowOf(ctx, params);
+  if (isHashtagQuery(params.query)) {
+    return result(await hydrateTags(ctx, await hashtagUuids(ctx, params.query, order, window)), window);
+  }
+  const scope: Scope = { kinds: repo.DOC_KINDS, viewer, language: params.language };
+  const refs = await searchDocs(ctx, matchOf(params), scope, order, window);
+  return result(await hydrate(ctx, refs), window);
+}
+
+/** GET /search/types: one column per kind (every kind present), each up to `limit`; `#` gives { tag }. */
+export async function searchTypes(
+  ctx: Context,
+  viewer: string | null,
+  params: SearchParams,
+): Promise<SearchResult<Record<string, Item[]>>> {
+  const order = parseOrder(params.order, CONTENT_ORDERS);
+  const window = windowOf(ctx, params);
+  if (isHashtagQuery(params.query)) {
+    return result(
+      { tag: await hydrateTags(ctx, await hashtagUuids(ctx, params.query, order, window)) },
+      window,
+    );
+  }
+  const match = matchOf(params);
+  // Independent per kind: PostgreSQL runs them on parallel connections (SQLite runs them one after another).
+  const columns = await Promise.all(
+    repo.DOC_KINDS.map(async (kind) => {
+      const scope: Scope = { kinds: [kind], viewer, language: params.language };
+      return [kind, await hydrate(ctx, await searchDocs(ctx, match, scope, order, window))] as const;
+    }),
+  );
+  return result(Object.fromEntries(columns), window);
+}
+
+/** GET /search/users and /search/friends (friendsOf: only the caller's confirmed friends). */
+export async function searchUsers(
+  ctx: Context,
+  viewer: string | null,
+  params: SearchParams,
+  friendsOnly: boolean,
+): Promise<SearchResult<Item[]>> {
+  const order = parseOrder(params.order, USER_ORDERS);
+  const excludeUuids = excludedUsers(params.exclude_user_uuids);
+  const window = windowOf(ctx, params);
+  const scope: Scope = {
+    kinds: ['user'],
+    viewer,
+    language: params.language,
+    excludeUuids,
+    friendsOf: friendsOnly ? (viewer ?? undefined) : undefined,
+  };
+  const refs = await searchDocs(ctx, matchOf(params), scope, order, window);
+  return result(await hydrate(ctx, refs), window);
+}
+
+/** GET /search/networks. */
+export async function searchNetworks(
+  ctx: Context,
+  viewer: string | null,
+  params: SearchParams,
+): Promise<SearchResult<Item[]>> {
+  const order = parseOrder(params.order, CONTENT_ORDERS);
+  const window = windowOf(ctx, params);
+  const scope: Scope = { kinds: ['network'], viewer };
+  const refs = await searchDocs(ctx, matchOf(params), scope, order, window);
+  return result(await hydrate(ctx, refs), window);
+}
+
+/** GET /search/hashtags: hashtags of the tag store by prefix (with or without `#`), typo-tolerant. */
+export async function searchHashtags(ctx: Context, params: SearchParams): Promise<SearchResult<Item[]>> {
+  const order = parseOrder(params.order, CONTENT_ORDERS);
+  const window = windowOf(ctx, params);
+  return result(await hydrateTags(ctx, await hashtagUuids(ctx, params.query, order, window)), window);
+}
+
+/** Users to mention by username prefix: the caller's friends first, then others; the caller left out. */
+async function mentionUuids(ctx: Context, viewer: string | null, query: string, window: Window) {
+  const prefix = usernamePrefix(query);
+  if (prefix === '') return [];
+  const exclude = viewer ? [viewer] : [];
+  const fetch = async (offset: number, limit: number): Promise<string[]> => {
+    if (!viewer) {
+      return repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, { offset, limit, exclude });
+    }
+    const friends = await repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, {
+      friendsOf: viewer,
+      offset: 0,
+      limit: offset + limit,
+    });
+    const page = friends.slice(offset, offset + limit);
+    if (friends.length >= offset + limit) return page;
+    const others = await repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, {
+      notFriendsOf: viewer,
+      exclude,
+      offset: Math.max(0, offset - friends.length),
+      limit: limit - page.length,
+    });
+    return [...page, ...others];
+  };
+  const page = await fetch(window.offset, window.limit);
+  return withTypos(window, page, fetch, async (exact) => {
+    const terms = queryTerms(prefix);
+    const scope: Scope = { kinds: ['user'], viewer, excludeUuids: [...exclude, ...exact] };
+    return (await docTypos(ctx, terms, scope, [])).map((r) => r.uuid);
+  });
+}
+
+/** GET /search/mentions. */
+export async function searchMentions(
+  ctx: Context,
+  viewer: string,
+  params: SearchParams,
+): Promise<SearchResult<Item[]>> {
+  const window = windowOf(ctx, params);
+  const uuids = await mentionUuids(ctx, viewer, params.query, window);
+  return result(
+    await hydrate(
+      ctx,
+      uuids.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
+    ),
+    window,
+  );
+}
+
+/**
+ * GET /search/complete: the prefix picks the kind (COMPLETE_PREFIXES); without one, users (username prefix),
+ * networks (name words by prefix) and hashtags (key prefix) take turns. Only indexed prefix lookups: no ranking.
+ */
+export async function complete(
+  ctx: Context,
+  viewer: string | null,
+  params: { query: string; limit?: number | undefined },
+): Promise<SearchResult<Item[]>> {
+  const limit = Math.min(params.limit ?? COMPLETE_MAX, COMPLETE_MAX);
+  const window: Window = { offset: 0, limit };
+  const kind = COMPLETE_PREFIXES[params.query.trimStart().charAt(0)];
+  if (kind === 'hashtag') {
+    const uuids = await repo.findHashtagsByPrefix(
+      ctx.db,
+      ctx.dialect,
+      hashtagKey(params.query),
+      { column: 'relevance', direction: 'desc' },
+      0,
+      limit,
+    );
+    return result(hashtagKey(params.query) === '' ? [] : await hydrateTags(ctx, uuids), window);
+  }
+  if (kind === 'mention') {
+    const uuids = await mentionUuids(ctx, viewer, params.query, window);
+    return result(
+      await hydrate(
+        ctx,
+        uuids.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
+      ),
+      window,
+    );
+  }
+  const terms = queryTerms(params.query);
+  if (terms.length === 0) return result([], window);
+  const prefix = usernamePrefix(fold(params.query));
+  const users =
+    prefix !== ''
+      ? await repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, { offset: 0, limit })
+      : [];
+  const networks = await repo.findMatchesById(
+    ctx.db,
+    ctx.dialect,
+    { terms },
+    { kinds: ['network'], viewer },
+    { direction: 'desc', offset: 0, limit },
+  );
+  const key = hashtagKey(params.query);
+  const tags =
+    key === ''
+      ? []
+      : await repo.findHashtagsByPrefix(
+          ctx.db,
+          ctx.dialect,
+          key,
+          { column: 'relevance', direction: 'desc' },
+          0,
+          limit,
+        );
+  const userItems = await hydrate(
+    ctx,
+    users.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
+  );
+  const networkItems = await hydrate(ctx, networks);
+  const tagItems = await hydrateTags(ctx, tags);
+  const mixed: Item[] = [];
+  for (let i = 0; mixed.length < limit && i < limit; i++) {
+    for (const list of [userItems, networkItems, tagItems]) {
+      const item = list[i];
+      if (item !== undefined && mixed.length < limit) mixed.push(item);
+    }
+  }
+  return result(mixed, window);
+}
+
+/** Rebuilds the search index from the base tables (the `search reindex` command). */
+export async function reindex(ctx: Context): Promise<{ docs: number; names: number }> {
+  return ctx.db.transaction().execute((trx) => repo.rebuildIndex(trx, ctx.dialect));
+}

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { body, type TestApp, type TestUser } from '../helper.ts';
+
+/** A small world: an owner (alice), her friend (bob), a stranger (carol), other users, content in every visibility. */
+export interface World {
+  alice: TestUser;
+  bob: TestUser;
+  carol: TestUser;
+  john: TestUser;
+  /** uuid by a short label of each item. */
+  ids: Record<string, string>;
+}
+
+/** Sends a request that must succeed and returns its data. */
+export async function call(
+  t: TestApp,
+  method: 'GET' | 'POST',
+  url: string,
+  token: string,
+  payload?: object,
+  // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
+): Promise<any> {
+  const res = await t.inject({ method, url, token, ...(payload ? { payload } : {}) });
+  assert.ok(res.statusCode < 300, `${method} ${url} answered ${res.statusCode}: ${res.body}`);
+  return body(res).data;
+}
+
+/** Makes two users confirmed friends through the API. */
+export async function befriend(t: TestApp, a: TestUser, b: TestUser): Promise<void> {
+  const conn = await call(t, 'POST', '/connections', a.token, { user_uuid: b.uuid });
+  await call(t, 'POST', `/connections/${conn.uuid}/confirm`, b.token);
+}
+
+/** Stores a media record directly (uploads need files; the index only needs the row). */
+export async function insertMedia(
+  t: TestApp,
+  owner: TestUser,
+  fields: { title: string; description: string; visibility: string; language?: string },
+): Promise<string> {
+  const uuid = uuidv7();
+  const now = nowIso();
+  await t.ctx.db
+    .insertInto('media')
+    .values({
+      uuid,
+      user_uuid: owner.uuid,
+      title: fields.title,
+      description: fields.description,
+      content_type: 'image/png',
+      size: 10,
+      visibility: fields.visibility,
+      language: fields.language ?? 'en',
+      storage_key: `k-${uuid}`,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return uuid;
+}
+
+/** Builds the world through the API (posts, comments, messages, networks, friendships) plus media rows. */
+export async function buildWorld(t: TestApp): Promise<World> {
+  const alice = await t.createUser('alice');
+  const bob = await t.createUser('bob');
+  const carol = await t.createUser('carol');
+  const john = await t.createUser('john_smith');
+  await t.createUser('johanna');
+  await call(t, 'POST', `/users/${alice.uuid}/update`, alice.token, {
+    display_name: 'Alice Wonder',
+    bio: 'I love running and the Café de Flore',
+  });
+  await call(t, 'POST', `/users/${john.uuid}/update`, john.token, { display_name: 'John Smith' });
+  await befriend(t, alice, bob);
+
+  const ids: Record<string, string> = {
+    alice: alice.uuid,
+    bob: bob.uuid,
+    carol: carol.uuid,
+    john: john.uuid,
+  };
+  const post = async (label: string, who: TestUser, text: string, visibility = 'public', language = 'en') => {
+    ids[label] = (await call(t, 'POST', '/posts', who.token, { body: text, visibility, language })).uuid;
+  };
+  await post('publicPost', alice, 'Running zebra in the park with a Café crème #javascript');
+  await post('friendsPost', alice, 'zebra plan for friends only', 'friends');
+  await post('privatePost', alice, 'zebra private diary', 'private');
+  await post('germanPost', alice, 'Das Zebra läuft schnell', 'public', 'de');
+  await post('carolPost', carol, 'carol writes about a zebra');
+  await post('runPost', carol, 'I run every day');
+  ids.publicComment = (
+    await call(t, 'POST', `/posts/${ids.publicPost}/comments`, bob.token, { body: 'great zebra comment' })
+  ).uuid;
+  ids.friendsComment = (
+    await call(t, 'POST', `/posts/${ids.friendsPost}/comments`, bob.token, {
+      body: 'zebra reply on friends post',
+    })
+  ).uuid;
+  ids.message = (
+    await call(t, 'POST', '/messages', alice.token, {
+      recipient_uuid: bob.uuid,
+      body: 'zebra secret message',
+    })
+  ).uuid;
+  ids.network = (
+    await call(t, 'POST', '/networks', alice.token, {
+      name: 'Zebra Runners',
+      description: 'We run every morning',
+    })
+  ).uuid;
+  ids.publicMedia = await insertMedia(t, alice, {
+    title: 'Zebra photo',
+    description: 'a striped animal',
+    visibility: 'public',
+  });
+  ids.friendsMedia = await insertMedia(t, alice, {
+    title: 'Zebra friends album',
+    description: 'for friends',
+    visibility: 'friends',
+  });
+  return { alice, bob, carol, john, ids };
+}
