@@ -11,7 +11,7 @@ interface AjvError {
 
 const CONTEXT_PREFIX: Record<string, string> = { body: '', querystring: '', params: '', headers: 'header ' };
 
-function fieldOf(e: AjvError): string {
+function fieldOf(e: AjvError, context: string | undefined): string {
   const path = e.instancePath
     .split('/')
     .filter(Boolean)
@@ -23,51 +23,160 @@ function fieldOf(e: AjvError): string {
     const extra = String(e.params.additionalProperty);
     return path ? `${path}[${extra}]` : extra;
   }
-  return path || '(root)';
+  return path || (context === 'body' ? 'body' : '(root)');
 }
 
-function messageOf(e: AjvError): string {
+/** A route schema part (TypeBox/JSON Schema) as far as messages need it. */
+interface SchemaNode {
+  properties?: Record<string, SchemaNode>;
+  description?: string;
+}
+
+/** The schema of the property an error is about (the missing one for `required`), if the schema is known. */
+function propertyOf(schema: SchemaNode | undefined, e: AjvError): SchemaNode | undefined {
+  let node = schema;
+  const segments = e.instancePath.split('/').filter(Boolean);
+  if (e.keyword === 'required') segments.push(String(e.params.missingProperty));
+  for (const seg of segments) node = node?.properties?.[seg];
+  return node === schema ? undefined : node;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j] as number;
+      row[j] = Math.min(above + 1, (row[j - 1] as number) + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length] as number;
+}
+
+/** Names other APIs use for the parameters of this one, in order of preference. */
+const SYNONYMS: Record<string, string[]> = {
+  sort: ['sortby', 'order'],
+  orderby: ['sortby', 'order'],
+  order_by: ['sortby', 'order'],
+  sort_by: ['sortby', 'order'],
+  filter: ['filterby'],
+  where: ['filterby'],
+  q: ['query'],
+  search: ['query'],
+  term: ['query'],
+  per_page: ['limit'],
+  page_size: ['limit'],
+  size: ['limit'],
+  count: ['limit'],
+  skip: ['offset'],
+  start: ['offset'],
+  lang: ['language'],
+  locale: ['language'],
+};
+
+/** The accepted name a misspelt one most likely meant (`sort` -> `sortby`, `limt` -> `limit`), if any is close. */
+function closest(name: string, accepted: string[]): string | undefined {
+  const n = name.toLowerCase();
+  const synonym = Object.hasOwn(SYNONYMS, n) ? SYNONYMS[n]?.find((s) => accepted.includes(s)) : undefined;
+  if (synonym) return synonym;
+  let best: { name: string; score: number } | undefined;
+  for (const a of accepted) {
+    const score = a.startsWith(n) || n.startsWith(a) ? 1 : editDistance(n, a);
+    if (score <= 2 && (!best || score < best.score)) best = { name: a, score };
+  }
+  return best?.name;
+}
+
+const FORMAT_EXAMPLE: Record<string, string> = {
+  uuid: ' such as 01a20185-f906-7160-b5dd-42e27955ddcf',
+  'date-time': ' such as 2026-01-31T12:00:00Z',
+  email: ' such as ada@example.com',
+};
+
+function messageOf(e: AjvError, context: string | undefined, schema: SchemaNode | undefined): string {
+  const described = propertyOf(schema, e)?.description;
+  const hint = described ? ` (${described})` : '';
+  const what = context === 'querystring' ? 'parameter' : 'field';
   switch (e.keyword) {
     case 'required':
-      return 'is required';
-    case 'additionalProperties':
-      return 'is not an accepted parameter here; check the spelling against the API reference (/docs)';
+      return `is required${hint}`;
+    case 'additionalProperties': {
+      // Only the top level is looked up: nested objects (filterby, sortby) are checked by their own parsers.
+      const accepted = e.instancePath === '' ? Object.keys(schema?.properties ?? {}) : [];
+      if (schema && e.instancePath === '' && accepted.length === 0) {
+        return `is not accepted: this operation takes no ${what}s here; remove it (see /docs)`;
+      }
+      const guess = closest(String(e.params.additionalProperty), accepted);
+      return [
+        `is not an accepted ${what} here`,
+        guess ? `; did you mean ${guess}?` : '',
+        accepted.length > 0 ? ` Accepted: ${accepted.join(', ')}.` : '; check the spelling against /docs',
+      ].join('');
+    }
     case 'enum':
       return `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`;
-    case 'type':
-      return `must be ${e.params.type === 'integer' ? 'a whole number' : `of type ${e.params.type}`} (a parameter given twice is not accepted)`;
+    case 'type': {
+      if (e.instancePath === '' && e.params.type === 'object' && context === 'body') {
+        return 'must be a JSON object (or form fields) with the fields listed in /docs';
+      }
+      const type = e.params.type === 'integer' ? 'a whole number' : `of type ${e.params.type}`;
+      // A repeated query parameter arrives as an array and fails here, so say so where that can happen.
+      return context === 'querystring'
+        ? `must be ${type} (a parameter given twice is not accepted)`
+        : `must be ${type}`;
+    }
     case 'format':
-      return `must be a valid ${e.params.format}`;
+      return `must be a valid ${e.params.format}${FORMAT_EXAMPLE[String(e.params.format)] ?? ''}`;
     case 'minLength':
       return `must have at least ${e.params.limit} characters`;
     case 'maxLength':
       return `must have at most ${e.params.limit} characters`;
     case 'minimum':
-      return `must be at least ${e.params.limit}`;
+      return `must be at least ${e.params.limit}${hint}`;
     case 'maximum':
-      return `must be at most ${e.params.limit}`;
+      return `must be at most ${e.params.limit}${hint}`;
     case 'pattern':
-      return 'has characters that are not allowed here';
+      return described
+        ? `has characters that are not allowed here: ${described}`
+        : `must match the pattern ${e.params.pattern}`;
     default:
       return e.message ?? 'is not valid';
   }
 }
 
-/** Turns Ajv's validation errors into field details that say how to fix each. */
-export function validationDetails(errors: AjvError[], context: string | undefined): ErrorDetail[] {
+/**
+ * Turns Ajv's validation errors into field details that say how to fix each. With the route's schema of that part
+ * of the request, messages add the property's description and, for an unknown name, the accepted ones.
+ */
+export function validationDetails(
+  errors: AjvError[],
+  context: string | undefined,
+  schema?: unknown,
+): ErrorDetail[] {
   const prefix = CONTEXT_PREFIX[context ?? ''] ?? '';
   const seen = new Set<string>();
   const out: ErrorDetail[] = [];
   for (const e of errors) {
     // anyOf/oneOf wrappers repeat what their branches said.
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
-    const detail = { field: prefix + fieldOf(e), message: messageOf(e) };
+    const detail = {
+      field: prefix + fieldOf(e, context),
+      message: messageOf(e, context, schema as SchemaNode | undefined),
+    };
     const key = `${detail.field}|${detail.message}`;
     if (seen.has(key)) continue;
     seen.add(key);
     out.push(detail);
   }
   return out.slice(0, 20);
+}
+
+/** The route's schema of one request part (body, querystring, params, headers), for teaching messages. */
+export function schemaOf(request: FastifyRequest, context: string | undefined): unknown {
+  const schema = request.routeOptions?.schema as Record<string, unknown> | undefined;
+  return context ? schema?.[context] : undefined;
 }
 
 const UNAVAILABLE_CODES = new Set([
@@ -123,7 +232,11 @@ export function installErrorHandler(app: FastifyInstance): void {
           .send(errorBody(error.code, error.message, request.id, error.details));
       }
       if (error.validation) {
-        const details = validationDetails(error.validation, error.validationContext);
+        const details = validationDetails(
+          error.validation,
+          error.validationContext,
+          schemaOf(request, error.validationContext),
+        );
         const message = `The request is not valid: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`;
         return reply.status(400).send(errorBody('invalid_request', message, request.id, details));
       }
@@ -136,7 +249,7 @@ export function installErrorHandler(app: FastifyInstance): void {
             .send(
               errorBody(
                 'payload_too_large',
-                'The request body is larger than this operation accepts.',
+                `The request body is larger than this operation accepts (at most ${request.routeOptions?.bodyLimit ?? 1048576} bytes; media uploads: MEDIA_MAX_BYTES); send a smaller body.`,
                 request.id,
               ),
             );
@@ -147,7 +260,7 @@ export function installErrorHandler(app: FastifyInstance): void {
             .send(
               errorBody(
                 'unsupported_media_type',
-                'Send the body as application/json or application/x-www-form-urlencoded (multipart/form-data for media uploads).',
+                `The body's content type ${JSON.stringify(String(request.headers['content-type'] ?? '').slice(0, 60))} is not accepted: send application/json or application/x-www-form-urlencoded (multipart/form-data for media uploads).`,
                 request.id,
               ),
             );

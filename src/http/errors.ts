@@ -56,5 +56,8 @@ export function invalidField(field: string, message: string): ApiError {
 
 /** 404 for an item that does not exist or that the caller may not see: the two are indistinguishable. */
 export function objectNotFound(kind: string): ApiError {
-  return new ApiError('object_not_found', `No ${kind} with that uuid exists, or you may not see it.`);
+  return new ApiError(
+    'object_not_found',
+    `No ${kind} with that uuid exists, or you may not see it: check the uuid, and that your token's user may see the ${kind}.`,
+  );
 }
