@@ -77,6 +77,7 @@ export async function buildApp(
           : 'The URL is malformed; check its percent-encoding.';
       (reply as FastifyReply)
         .header('x-request-id', request.id)
+        .header('cache-control', 'no-store')
         .status(400)
         .send(errorBody('invalid_request', message, request.id));
     },

@@ -6,7 +6,8 @@ const MAX_DEPTH = 8;
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
   const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  // Path parameters come from the router as an object whose prototype is itself a null-prototype object.
+  return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
 }
 
 function problem(text: string): string | undefined {
