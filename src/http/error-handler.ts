@@ -334,7 +334,7 @@ export function installNotFoundHandler(app: FastifyInstance): void {
       .split('/')
       .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
       .join('/');
-    const re = new RegExp(`^${source}/?$`);
+    const re = new RegExp(`^${source}$`);
     let entry = patterns.find((p) => p.re.source === re.source);
     if (!entry) {
       entry = { re, methods: new Set() };

@@ -39,6 +39,12 @@ for (const dialect of testDialects()) {
       assert.match(String(res.headers.allow), /GET/);
     });
 
+    it('answers a trailing-slash variant of a path as an unknown route, not a contradictory 405', async () => {
+      const res = await t.inject({ method: 'POST', url: '/oauth/token/' });
+      assert.equal(res.statusCode, 404);
+      assert.equal(body(res).error.code, 'not_found');
+    });
+
     it('echoes a safe incoming X-Request-Id and replaces an unsafe one', async () => {
       const good = await t.inject({ method: 'GET', url: '/health', headers: { 'x-request-id': 'abc-123' } });
       assert.equal(good.headers['x-request-id'], 'abc-123');
