@@ -119,7 +119,13 @@ export const variables = {
   },
   RATE_LIMIT_PER_MINUTE: {
     default: '600',
-    description: 'Requests per minute per token (or per address without one).',
+    description:
+      'Requests per minute per valid token (or per address without one); every client address also gets twice this, whatever tokens it sends.',
+    parse: int(1, 1_000_000),
+  },
+  TOKEN_REQUESTS_PER_MINUTE: {
+    default: '60',
+    description: 'Requests to POST /oauth/token per minute per client address (bounds guest-token farming).',
     parse: int(1, 1_000_000),
   },
   LOGIN_FAILURES_PER_MINUTE: {

@@ -46,6 +46,9 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  // A client checked out of the pool has no error listener: a backend terminated mid-query (restart, failover,
+  // pg_terminate_backend) would emit an unhandled 'error' and kill the process. The query itself still rejects.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return {
     db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
     dialect: 'postgres',

@@ -17,6 +17,7 @@ export const EVENT_NAMES = [
   'emotionCreated',
   'emotionDeleted',
   'messageCreated',
+  'messageDeleted',
   'userDeleted',
 ] as const;
 
@@ -37,8 +38,9 @@ export type TargetType = 'user' | 'network' | 'post' | 'comment' | 'media' | 'me
  * - connectionConfirmed, connectionDeleted: the user acting / the connection ('connection') /
  *   { user_uuid: requester, target_user_uuid: addressee }. connectionDeleted only for a confirmed connection.
  * - emotionCreated, emotionDeleted: the reacting user / the post or comment ('post' | 'comment') /
- *   { emotion, author_uuid: the content's author, association_uuid }.
- * - messageCreated: the sender / the message ('messages') / { recipient_uuid }.
+ *   { emotion, author_uuid: the content's author, association_uuid }. In emotionDeleted author_uuid is null when
+ *   the reacted content is already gone (a reaction removed after its post or comment was deleted).
+ * - messageCreated, messageDeleted: the sender / the message ('messages') / { recipient_uuid }.
  * - userDeleted: the user / the user ('user') / none.
  * Deleted events are emitted before the row is removed, in the same transaction, so subscribers can still read it.
  */

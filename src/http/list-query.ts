@@ -36,6 +36,16 @@ export const MAX_UUIDS = 100;
 const INT32_MAX = 2_147_483_647;
 const MIN_TIME = Date.parse('0001-01-01T00:00:00.000Z');
 const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** Whether `YYYY-MM-DD` names a day that exists (no 2026-02-30, no month 13). */
+function isCalendarDate(ymd: string): boolean {
+  const [y, m, d] = ymd.split('-').map(Number) as [number, number, number];
+  // setUTCFullYear, unlike Date.UTC, takes years 0001 to 0099 literally; a day that does not exist rolls over.
+  const check = new Date(Date.UTC(2000, 0, 1));
+  check.setUTCFullYear(y, m - 1, d);
+  return check.getUTCFullYear() === y && check.getUTCMonth() === m - 1 && check.getUTCDate() === d;
+}
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Query-string schema of sortby, filterby and uuids, for route schemas (parsed further by parseListQuery). */
@@ -127,10 +137,11 @@ function parseValue(name: string, spec: PropertySpec, op: Operator, raw: unknown
         ? Date.parse(raw)
         : Number.NaN;
       // Years 0001 to 9999 only: PostgreSQL refuses year 0 and the +YYYYYY form of later years (a 500).
-      if (Number.isNaN(t) || t < MIN_TIME || t > MAX_TIME) {
+      // Date.parse rolls impossible days over (2026-02-30 becomes March 2), so the date part must round-trip.
+      if (Number.isNaN(t) || t < MIN_TIME || t > MAX_TIME || !isCalendarDate(raw.slice(0, 10))) {
         details.push({
           field,
-          message: `${name} is a date-time from year 0001 to 9999, such as 2026-01-31T12:00:00Z`,
+          message: `${name} is a date-time YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ with a real calendar date, from year 0001 to 9999, such as 2026-01-31T12:00:00Z; got ${JSON.stringify(raw.slice(0, 40))}`,
         });
         return undefined;
       }

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { ApiError } from '../../src/http/errors.ts';
 import { parseListQuery, type Whitelist } from '../../src/http/list-query.ts';
 import { resolveWindow } from '../../src/http/paging.ts';
+import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 const whitelist: Whitelist = {
   uuid: { column: 'uuid', type: 'uuid' },
@@ -101,6 +102,33 @@ describe('list query engine', () => {
     fails({ filterby: { name: { like: 'x'.repeat(201) } } }, /name/);
   });
 
+  it('refuses impossible calendar dates instead of rolling them over, naming the expected form', () => {
+    for (const bad of [
+      '2026-02-30',
+      '2026-02-29T00:00:00Z',
+      '2026-13-01',
+      '2026-04-31',
+      '2026-00-10',
+      '2026-01-00',
+    ]) {
+      fails({ filterby: { created_at: bad } }, /^filterby\[created_at\]/);
+    }
+    try {
+      parseListQuery({ filterby: { created_at: '2026-02-30' } }, whitelist, 1000);
+      assert.fail('2026-02-30 was accepted');
+    } catch (err) {
+      assert.ok(err instanceof ApiError);
+      assert.match(err.message, /YYYY-MM-DD/);
+    }
+    // Real days still pass, leap days included.
+    const ok = parseListQuery(
+      { filterby: { created_at: { ge: '2024-02-29', lt: '0001-01-01T00:00:01Z' } } },
+      whitelist,
+      1000,
+    );
+    assert.equal(ok.filters.length, 2);
+  });
+
   it('refuses more than 10 filters and 5 sort keys', () => {
     const many = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`p${i}`, 'x']));
     fails({ filterby: many }, /^filterby$/);
@@ -121,3 +149,34 @@ describe('list query engine', () => {
     fails({ page: 2, offset: 1 }, /page/);
   });
 });
+
+for (const dialect of testDialects()) {
+  describe(`impossible dates in list filters, through HTTP [${dialect.name}]`, () => {
+    let t: TestApp;
+    let user: TestUser;
+    before(async () => {
+      t = await startTestApp(dialect);
+      user = await t.createUser();
+    });
+    after(async () => t?.close());
+
+    it('filterby[created_at]=2026-02-30 is a 400 naming the expected form, not March 2', async () => {
+      for (const [url, token] of [
+        ['/tags?filterby[created_at]=2026-02-30', t.guest],
+        ['/tags?filterby[updated_at][lt]=2026-04-31T10:00:00Z', t.guest],
+        ['/karma?filterby[created_at][ge]=2025-02-29', user.token],
+      ] as const) {
+        const res = await t.inject({ method: 'GET', url, token });
+        assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+        assert.equal(body(res).error.code, 'invalid_request');
+        assert.match(body(res).error.message, /YYYY-MM-DD/);
+      }
+      const leap = await t.inject({
+        method: 'GET',
+        url: '/tags?filterby[created_at][ge]=2024-02-29',
+        token: t.guest,
+      });
+      assert.equal(leap.statusCode, 200, leap.body);
+    });
+  });
+}

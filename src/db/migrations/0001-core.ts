@@ -4,13 +4,17 @@ import type { Dialect } from '../database.ts';
 /** Tables of users, access, the social graph, content, karma and tags. */
 export function coreMigration(dialect: Dialect) {
   const ts = dialect === 'postgres' ? 'timestamptz' : 'text';
+  // Text that lists sort or compare on (the sortby/filterby whitelists): byte order on PostgreSQL too, whatever the
+  // database's collation, so both engines order and compare alike (SQLite compares text as bytes; for UTF-8 that is
+  // code-point order). uuid columns hold lower-case hex in one format, which sorts the same under any collation.
+  const sortText = dialect === 'postgres' ? sql`text collate "C"` : 'text';
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema
         .createTable('users')
         .addColumn('uuid', 'text', (c) => c.primaryKey())
-        .addColumn('username', 'text', (c) => c.notNull())
-        .addColumn('username_key', 'text', (c) => c.notNull().unique())
+        .addColumn('username', sortText, (c) => c.notNull())
+        .addColumn('username_key', sortText, (c) => c.notNull().unique())
         .addColumn('email', 'text', (c) => c.notNull())
         .addColumn('email_key', 'text', (c) => c.notNull().unique())
         .addColumn('password_hash', 'text', (c) => c.notNull())
@@ -72,7 +76,7 @@ export function coreMigration(dialect: Dialect) {
           c.notNull().references('users.uuid').onDelete('cascade'),
         )
         .addColumn('pair_key', 'text', (c) => c.notNull().unique())
-        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('status', sortText, (c) => c.notNull())
         .addColumn('created_at', ts, (c) => c.notNull())
         .addColumn('updated_at', ts, (c) => c.notNull())
         .execute();
@@ -166,10 +170,10 @@ export function coreMigration(dialect: Dialect) {
         .createTable('karma')
         .addColumn('uuid', 'text', (c) => c.primaryKey())
         .addColumn('user_uuid', 'text', (c) => c.notNull().references('users.uuid').onDelete('cascade'))
-        .addColumn('event', 'text', (c) => c.notNull())
+        .addColumn('event', sortText, (c) => c.notNull())
         .addColumn('target_uuid', 'text', (c) => c.notNull())
-        .addColumn('target_type', 'text', (c) => c.notNull())
-        .addColumn('karma_type', 'text', (c) => c.notNull())
+        .addColumn('target_type', sortText, (c) => c.notNull())
+        .addColumn('karma_type', sortText, (c) => c.notNull())
         .addColumn('points', 'integer', (c) => c.notNull())
         .addColumn('created_at', ts, (c) => c.notNull())
         .addColumn('updated_at', ts, (c) => c.notNull())
@@ -189,9 +193,9 @@ export function coreMigration(dialect: Dialect) {
       await db.schema
         .createTable('tags')
         .addColumn('uuid', 'text', (c) => c.primaryKey())
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('name_key', 'text', (c) => c.notNull())
-        .addColumn('tag_type', 'text', (c) => c.notNull())
+        .addColumn('name', sortText, (c) => c.notNull())
+        .addColumn('name_key', sortText, (c) => c.notNull())
+        .addColumn('tag_type', sortText, (c) => c.notNull())
         .addColumn('associations_count', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('created_at', ts, (c) => c.notNull())
         .addColumn('updated_at', ts, (c) => c.notNull())
@@ -205,7 +209,7 @@ export function coreMigration(dialect: Dialect) {
         .addColumn('tag_uuid', 'text', (c) => c.notNull().references('tags.uuid').onDelete('cascade'))
         .addColumn('user_uuid', 'text', (c) => c.notNull().references('users.uuid').onDelete('cascade'))
         .addColumn('target_uuid', 'text', (c) => c.notNull())
-        .addColumn('target_type', 'text', (c) => c.notNull())
+        .addColumn('target_type', sortText, (c) => c.notNull())
         .addColumn('language', 'text')
         .addColumn('created_at', ts, (c) => c.notNull())
         .addColumn('updated_at', ts, (c) => c.notNull())

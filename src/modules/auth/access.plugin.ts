@@ -99,7 +99,10 @@ async function accessPlugin(app: FastifyInstance, opts: { ctx: Context }): Promi
         );
       }
       if (access === 'admin' && auth.role !== 'admin') {
-        throw new ApiError('forbidden', 'This operation is for administrators only.');
+        throw new ApiError(
+          'forbidden',
+          'This operation is for administrators only; an operator can grant the role with `npm run cli -- users role USERNAME admin`.',
+        );
       }
     };
   }

@@ -27,7 +27,10 @@ export async function authenticate(db: Db, rawToken: string): Promise<AuthContex
   if (row.expires_at <= nowIso())
     throw unauthenticated('The bearer token has expired. Refresh it or get a new one.');
   if (row.client_disabled)
-    throw new ApiError('invalid_client', 'The client this token was issued to is disabled.');
+    throw new ApiError(
+      'invalid_client',
+      'The client this token was issued to is disabled; ask the operator to enable it, or get a token from another client.',
+    );
   if (row.user_uuid !== null && row.role === null)
     throw unauthenticated('The user of this token no longer exists.');
   return { clientId: row.client_id, userUuid: row.user_uuid, role: row.role, tokenHash: row.token_hash };

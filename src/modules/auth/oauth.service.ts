@@ -96,7 +96,7 @@ export async function grantToken(
       throw new OAuthError(
         400,
         'unsupported_grant_type',
-        'Supported grant types: client_credentials, password (first-party clients), refresh_token.',
+        `grant_type ${JSON.stringify(body.grant_type.slice(0, 40))} is not supported; use client_credentials (a guest token), password (a user token, first-party clients) or refresh_token.`,
       );
   }
 }

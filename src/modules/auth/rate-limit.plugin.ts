@@ -1,47 +1,110 @@
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
 import type { Context } from '../../context.ts';
 import { ApiError } from '../../http/errors.ts';
 import { addressKey } from './client-address.ts';
-import { hashToken } from './token.ts';
 
 /** Paths that are never limited: probes, metrics and the API reference. */
 const EXEMPT = /^\/(health|ready|metrics|openapi\.json|docs)(\/|$)/;
 
-/** The rate-limit key: the token's hash when a bearer token is sent, otherwise the (grouped) client address. */
-export function rateLimitKey(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  const m = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
-  return m ? `t:${hashToken(m[1] as string)}` : `a:${addressKey(request.ip)}`;
+/** The token endpoint, limited per address on its own budget. */
+const TOKEN_ENDPOINT = '/oauth/token';
+
+/** The key of the per-address limit, which every request counts in whatever token it sends. */
+function addressRateKey(request: FastifyRequest): string {
+  return `ip:${addressKey(request.ip)}`;
 }
 
 /**
- * The API-wide limit: RATE_LIMIT_PER_MINUTE requests per token (or per address without one), counted in Redis when
- * one is given so every process shares the budget. It covers every route registered after this plugin, and runs
- * before the token check so a flood costs no database lookups.
+ * The key of the per-token limit, taken only after the token check: the hash of a token that proved valid, otherwise
+ * (routes without a token check, such as /oauth/*) the client address. An unknown bearer string never gets a key of
+ * its own, so sending random tokens cannot buy fresh budgets.
+ */
+function tokenRateKey(request: FastifyRequest): string {
+  const hash = request.auth?.tokenHash;
+  return hash ? `t:${hash}` : `a:${addressKey(request.ip)}`;
+}
+
+type Limiter = (request: FastifyRequest) => Promise<
+  | { isAllowed: true; key: string }
+  | {
+      isAllowed: false;
+      key: string;
+      max: number;
+      remaining: number;
+      ttlInSeconds: number;
+      isExceeded: boolean;
+    }
+>;
+
+/** The smallest remaining budget reported on each request so far: the headers show the tightest limit. */
+const reported = new WeakMap<FastifyRequest, number>();
+
+/**
+ * The API-wide limits, counted in Redis when one is given so every process shares the budgets:
+ * - per client address: 2 x RATE_LIMIT_PER_MINUTE requests per minute on every route, before anything else (so a
+ *   flood of made-up tokens costs no database lookups and cannot exceed it);
+ * - per token: RATE_LIMIT_PER_MINUTE per valid token (per address on routes without a token), after the token check;
+ * - POST /oauth/token: TOKEN_REQUESTS_PER_MINUTE per address, so guest tokens cannot be farmed for fresh budgets.
+ * They cover every route registered after this plugin.
  */
 async function rateLimitPlugin(
   app: FastifyInstance,
   opts: { ctx: Context; redis?: Redis; prefix: string },
 ): Promise<void> {
+  const config = opts.ctx.config;
   await app.register(rateLimit, {
     global: false,
-    max: opts.ctx.config.RATE_LIMIT_PER_MINUTE,
+    max: config.RATE_LIMIT_PER_MINUTE,
     timeWindow: 60_000,
-    enableDraftSpec: true,
-    keyGenerator: rateLimitKey,
     ...(opts.redis ? { redis: opts.redis, nameSpace: `${opts.prefix}rl:` } : {}),
     // An unreachable Redis must not take the whole API down with it.
     skipOnError: true,
-    errorResponseBuilder: (_request, context) =>
-      new ApiError(
-        'rate_limited',
-        `Too many requests: at most ${context.max} per minute per token. Retry in ${context.after}.`,
-      ),
   });
-  const limit = app.rateLimit();
+  const byAddress = app.createRateLimit({
+    max: config.RATE_LIMIT_PER_MINUTE * 2,
+    keyGenerator: addressRateKey,
+  }) as Limiter;
+  const byToken = app.createRateLimit({
+    max: config.RATE_LIMIT_PER_MINUTE,
+    keyGenerator: tokenRateKey,
+  }) as Limiter;
+  const tokenEndpoint = app.createRateLimit({
+    max: config.TOKEN_REQUESTS_PER_MINUTE,
+    keyGenerator: (request) => `oauth:${addressKey(request.ip)}`,
+  }) as Limiter;
+
+  function enforce(limiter: Limiter, what: string) {
+    return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const r = await limiter(request);
+      if (r.isAllowed) return;
+      // skipOnError: a failed Redis call reports max 0 and must let the request through.
+      if (!r.isExceeded) {
+        const tightest = reported.get(request);
+        if (tightest === undefined || r.remaining <= tightest) {
+          reported.set(request, r.remaining);
+          reply.header('ratelimit-limit', r.max);
+          reply.header('ratelimit-remaining', r.remaining);
+          reply.header('ratelimit-reset', r.ttlInSeconds);
+        }
+        return;
+      }
+      reply.header('ratelimit-limit', r.max);
+      reply.header('ratelimit-remaining', 0);
+      reply.header('ratelimit-reset', r.ttlInSeconds);
+      reply.header('retry-after', r.ttlInSeconds);
+      throw new ApiError(
+        'rate_limited',
+        `Too many requests: at most ${r.max} per minute ${what}. Retry in ${r.ttlInSeconds} seconds.`,
+      );
+    };
+  }
+  const addressHook = enforce(byAddress, 'from one client address');
+  const tokenHook = enforce(byToken, 'per token');
+  const tokenEndpointHook = enforce(tokenEndpoint, 'to POST /oauth/token from one client address');
+
   app.addHook('onRoute', (route) => {
     if (EXEMPT.test(route.url ?? '')) return;
     const existing = route.onRequest
@@ -49,7 +112,14 @@ async function rateLimitPlugin(
         ? route.onRequest
         : [route.onRequest]
       : [];
-    route.onRequest = [limit, ...existing] as typeof route.onRequest;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const first =
+      route.url === TOKEN_ENDPOINT && methods.includes('POST')
+        ? [addressHook, tokenEndpointHook]
+        : [addressHook];
+    // The access plugin's hooks (registered earlier) already head `existing`, so the per-token limit runs after the
+    // token check and sees request.auth.
+    route.onRequest = [...first, ...existing, tokenHook] as typeof route.onRequest;
   });
 }
 

@@ -1,14 +1,15 @@
 import { type Static, Type } from 'typebox';
+import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
 import { BODY_MAX } from '../post/post.schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
 /** A comment as the API returns it; its visibility is its post's. */
 export const CommentSchema = Type.Object(
   {
-    uuid: Type.String({ format: 'uuid' }),
+    uuid: UuidSchema,
     type: Type.Literal('comment'),
-    post_uuid: Type.String({ format: 'uuid' }),
-    user_uuid: Type.String({ format: 'uuid', description: 'The author.' }),
+    post_uuid: UuidSchema,
+    user_uuid: uuidSchema('The author.'),
     body: Type.String(),
     language: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
@@ -22,7 +23,7 @@ export type Comment = Static<typeof CommentSchema>;
 
 /** Path parameters of the comment operations (and of the post a comment is added to). */
 export const CommentParams = Type.Object(
-  { uuid: Type.String({ format: 'uuid', description: 'uuid of the comment (of the post, when creating)' }) },
+  { uuid: uuidSchema('uuid of the comment (of the post, when creating)') },
   { additionalProperties: false },
 );
 

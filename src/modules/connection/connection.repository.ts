@@ -8,14 +8,6 @@ export function pairKey(a: string, b: string): string {
   return a < b ? `${a}:${b}` : `${b}:${a}`;
 }
 
-/** Whether a database error is a unique-constraint violation (on either engine). */
-export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; errcode?: unknown; message?: unknown };
-  if (e?.code === '23505') return true;
-  const errcode = Number(e?.errcode);
-  return errcode === 2067 || errcode === 1555 || /UNIQUE constraint failed/.test(String(e?.message ?? ''));
-}
-
 /** Stores a new connection row. */
 export async function insertConnection(db: Db, row: Insertable<ConnectionTable>): Promise<void> {
   await db.insertInto('connections').values(row).execute();

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { listQuerySchema, type Whitelist } from '../../http/list-query.ts';
 import { pagingQuery } from '../../http/paging.ts';
+import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
 
 /** States of a connection. */
 export const CONNECTION_STATUSES = ['pending', 'confirmed'] as const;
@@ -8,10 +9,10 @@ export const CONNECTION_STATUSES = ['pending', 'confirmed'] as const;
 /** A connection between two users, as the API returns it. */
 export const ConnectionSchema = Type.Object(
   {
-    uuid: Type.String({ format: 'uuid' }),
+    uuid: UuidSchema,
     type: Type.Literal('connection'),
-    user_uuid: Type.String({ format: 'uuid', description: 'The requester.' }),
-    target_user_uuid: Type.String({ format: 'uuid', description: 'The addressee, who may confirm.' }),
+    user_uuid: uuidSchema('The requester.'),
+    target_user_uuid: uuidSchema('The addressee, who may confirm.'),
     status: Type.Enum([...CONNECTION_STATUSES], { type: 'string' }),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
@@ -32,13 +33,13 @@ export interface Connection {
 
 /** Path parameters of the connection operations. */
 export const ConnectionParams = Type.Object(
-  { uuid: Type.String({ format: 'uuid', description: 'uuid of the connection' }) },
+  { uuid: uuidSchema('uuid of the connection') },
   { additionalProperties: false },
 );
 
 /** Body of POST /connections. */
 export const CreateConnectionBody = Type.Object(
-  { user_uuid: Type.String({ format: 'uuid', description: 'The user to send a friend request to.' }) },
+  { user_uuid: uuidSchema('The user to send a friend request to.') },
   { additionalProperties: false },
 );
 

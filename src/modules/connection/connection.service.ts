@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import type { Count } from '../../http/envelope.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
@@ -57,7 +58,7 @@ export async function requestConnection(
     });
   } catch (err) {
     // Two requests racing for the same pair: the unique pair_key lets only one in.
-    if (repo.isUniqueViolation(err)) throw conflict();
+    if (isUniqueViolation(err)) throw conflict();
     throw err;
   }
 }

@@ -36,20 +36,29 @@ export async function addToUserKarma(db: Db, userUuid: string, delta: number): P
     .execute();
 }
 
-/** How many `add` records of an event the user received since a time (the daily cap counts these). */
-export async function countAddRecordsSince(
+/**
+ * How many sources granted the user points under an event since a time and still net points (the daily cap counts
+ * these): `add` records with points whose source has not been compensated by a `subtract` record. A record
+ * without a source cannot be compensated and always counts.
+ */
+export async function countNettingAddRecordsSince(
   db: Db,
   userUuid: string,
   event: string,
   since: string,
 ): Promise<number> {
   const row = await db
-    .selectFrom('karma')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('user_uuid', '=', userUuid)
-    .where('event', '=', event)
-    .where('karma_type', '=', 'add')
-    .where('created_at', '>=', since)
+    .selectFrom('karma as k')
+    .select(sql<number>`count(distinct coalesce(k.source_uuid, k.uuid))`.as('n'))
+    .where('k.user_uuid', '=', userUuid)
+    .where('k.event', '=', event)
+    .where('k.karma_type', '=', 'add')
+    .where('k.points', '>', 0)
+    .where('k.created_at', '>=', since)
+    .where(
+      sql<boolean>`(k.source_uuid is null or (select coalesce(sum(case when s.karma_type = 'add' then s.points else -s.points end), 0)
+        from karma s where s.user_uuid = k.user_uuid and s.source_uuid = k.source_uuid) > 0)`,
+    )
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -1,13 +1,9 @@
 import { Type } from 'typebox';
 import { listQuerySchema } from '../../http/list-query.ts';
 import { pagingQuery } from '../../http/paging.ts';
+import { UuidSchema } from '../../http/schemas.ts';
 import { KARMA_WHITELIST } from './karma.service.ts';
 
-const Uuid = Type.String({
-  pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
-  maxLength: 36,
-  description: 'A uuid.',
-});
 const KarmaType = Type.Union([Type.Literal('add'), Type.Literal('subtract')], {
   description: 'add or subtract',
 });
@@ -43,7 +39,7 @@ export const KarmaUpdateBody = Type.Object(
       maxLength: 50,
       description: 'A rule name (postCreated, commentCreated, ...) or a compensation (postDeleted, ...).',
     }),
-    target_uuid: Uuid,
+    target_uuid: UuidSchema,
     target_type: Type.String({
       minLength: 1,
       maxLength: 20,

@@ -7,9 +7,9 @@ import { LIST_MAX_OFFSET } from '../../http/paging.ts';
 import { findTarget, TARGET_TYPES, type TargetKind } from '../target/target.repository.ts';
 import {
   addToUserKarma,
-  countAddRecordsSince,
   countKarmaOfUser,
   countKarmaScope,
+  countNettingAddRecordsSince,
   deleteKarma,
   deleteKarmaOfUser,
   findKarmaByUuid,
@@ -99,7 +99,8 @@ export interface Grant {
 
 /**
  * Writes one `add` record under a rule inside `trx` and raises the user's total by its points. Past the daily cap
- * the record is still written, with 0 points. A user who no longer exists, or who already nets points from this
+ * the record is still written, with 0 points. The cap counts only today's records that still net points, so a
+ * source that was granted and then taken back (a reaction removed) frees its place. A user who no longer exists, or who already nets points from this
  * source, gets nothing.
  */
 export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void> {
@@ -109,7 +110,7 @@ export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void>
   const rule = karmaRules(ctx)[g.rule];
   let points = rule.points;
   if (rule.dailyCap !== null) {
-    const today = await countAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay());
+    const today = await countNettingAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay());
     if (today >= rule.dailyCap) points = 0;
   }
   const now = nowIso();
@@ -275,12 +276,23 @@ function badUpdate(details: ErrorDetail[]): ApiError {
   );
 }
 
-/** Deletes one of the caller's records and takes its value out of the total, in one transaction. */
+/**
+ * Deletes one of the caller's `add` records and takes its value out of the total, in one transaction. A `subtract`
+ * record is refused: it compensates a deleted source, and removing it would hand back points for something that no
+ * longer exists.
+ */
 export async function deleteKarmaRecord(ctx: Context, userUuid: string, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres');
     const row = await findKarmaByUuid(trx, uuid);
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('karma record');
+    if (row.karma_type === 'subtract') {
+      throw new ApiError(
+        'invalid_request',
+        `This is a subtract record (${row.event}): it takes back the points of an item that was deleted, and is kept as the audit trail of that deletion. Subtract records cannot be deleted; only add records can.`,
+        [{ field: 'karma_uuid', message: 'names a subtract (compensation) record, which cannot be deleted' }],
+      );
+    }
     await deleteKarma(trx, uuid);
     await addToUserKarma(trx, userUuid, -signed(row.karma_type, Number(row.points)));
   });

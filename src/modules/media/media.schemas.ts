@@ -1,13 +1,14 @@
 import { type Static, Type } from 'typebox';
+import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
 import { visibilitySchema } from '../post/post.schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
 /** A media record as the API returns it (the bytes are at GET /media/{uuid}/file). */
 export const MediaSchema = Type.Object(
   {
-    uuid: Type.String({ format: 'uuid' }),
+    uuid: UuidSchema,
     type: Type.Literal('media'),
-    user_uuid: Type.String({ format: 'uuid', description: 'The uploader.' }),
+    user_uuid: uuidSchema('The uploader.'),
     title: Type.Union([Type.String(), Type.Null()]),
     description: Type.Union([Type.String(), Type.Null()]),
     content_type: Type.String({ description: 'Detected from the bytes, not taken from the client.' }),
@@ -24,7 +25,7 @@ export type Media = Static<typeof MediaSchema>;
 
 /** Path parameters of the media operations. */
 export const MediaParams = Type.Object(
-  { uuid: Type.String({ format: 'uuid', description: 'uuid of the media record' }) },
+  { uuid: uuidSchema('uuid of the media record') },
   { additionalProperties: false },
 );
 

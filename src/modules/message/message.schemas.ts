@@ -1,15 +1,16 @@
 import { type Static, Type } from 'typebox';
 import { pagingQuery } from '../../http/paging.ts';
+import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
 import { BODY_MAX } from '../post/post.schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
 /** A private message as the API returns it (type `messages`, the spec's name in search results). */
 export const MessageSchema = Type.Object(
   {
-    uuid: Type.String({ format: 'uuid' }),
+    uuid: UuidSchema,
     type: Type.Literal('messages'),
-    user_uuid: Type.String({ format: 'uuid', description: 'The sender.' }),
-    recipient_uuid: Type.String({ format: 'uuid' }),
+    user_uuid: uuidSchema('The sender.'),
+    recipient_uuid: UuidSchema,
     body: Type.String(),
     language: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
@@ -22,14 +23,14 @@ export type Message = Static<typeof MessageSchema>;
 
 /** Path parameters of the message operations. */
 export const MessageParams = Type.Object(
-  { uuid: Type.String({ format: 'uuid', description: 'uuid of the message' }) },
+  { uuid: uuidSchema('uuid of the message') },
   { additionalProperties: false },
 );
 
 /** Body of POST /messages. */
 export const CreateMessageBody = Type.Object(
   {
-    recipient_uuid: Type.String({ format: 'uuid', description: 'The user to send the message to.' }),
+    recipient_uuid: uuidSchema('The user to send the message to.'),
     body: Type.String({
       minLength: 1,
       maxLength: BODY_MAX,

@@ -61,12 +61,19 @@ export async function getMessage(ctx: Context, userUuid: string, uuid: string): 
   return toMessage(row);
 }
 
-/** Deletes a message; only its sender may (the recipient and anyone else get 404). */
+/** Deletes a message; only its sender may (the recipient and anyone else get 404); emits messageDeleted first. */
 export async function deleteMessage(ctx: Context, userUuid: string, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     const row = await repo.findMessageOfParty(trx, uuid, userUuid);
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('message');
-    await repo.deleteMessageRow(trx, uuid);
+    await ctx.bus.emit(trx, {
+      name: 'messageDeleted',
+      actorUuid: userUuid,
+      targetUuid: row.uuid,
+      targetType: 'messages',
+      data: { recipient_uuid: row.recipient_uuid },
+    });
+    await repo.deleteMessageRow(trx, row.uuid);
   });
 }
 

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
 
 /** Largest payment_id: the largest integer both engines and JSON carry exactly (2^53 - 1). */
 export const MAX_PAYMENT_ID = Number.MAX_SAFE_INTEGER;
@@ -6,12 +7,12 @@ export const MAX_PAYMENT_ID = Number.MAX_SAFE_INTEGER;
 /** A network as the API returns it. */
 export const NetworkSchema = Type.Object(
   {
-    uuid: Type.String({ format: 'uuid' }),
+    uuid: UuidSchema,
     type: Type.Literal('network'),
     name: Type.String(),
     description: Type.Union([Type.String(), Type.Null()]),
     payment_id: Type.Union([Type.Integer(), Type.Null()]),
-    user_uuid: Type.String({ format: 'uuid', description: 'The creator, who owns the network.' }),
+    user_uuid: uuidSchema('The creator, who owns the network.'),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
@@ -23,7 +24,7 @@ export type Network = Static<typeof NetworkSchema>;
 
 /** Path parameters of the network operations. */
 export const NetworkParams = Type.Object(
-  { uuid: Type.String({ format: 'uuid', description: 'uuid of the network' }) },
+  { uuid: uuidSchema('uuid of the network') },
   { additionalProperties: false },
 );
 

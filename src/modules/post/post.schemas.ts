@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
 /** Who may see an item: everyone, the owner's confirmed friends (and the owner), or the owner alone. */
@@ -16,13 +17,13 @@ export const BODY_MAX = 5000;
 /** A post as the API returns it. */
 export const PostSchema = Type.Object(
   {
-    uuid: Type.String({ format: 'uuid' }),
+    uuid: UuidSchema,
     type: Type.Literal('post'),
-    user_uuid: Type.String({ format: 'uuid', description: 'The author.' }),
+    user_uuid: uuidSchema('The author.'),
     body: Type.String(),
     visibility: visibilitySchema,
     language: Type.String(),
-    network_uuid: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
+    network_uuid: Type.Union([UuidSchema, Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
@@ -34,7 +35,7 @@ export type Post = Static<typeof PostSchema>;
 
 /** Path parameters of the post operations. */
 export const PostParams = Type.Object(
-  { uuid: Type.String({ format: 'uuid', description: 'uuid of the post' }) },
+  { uuid: uuidSchema('uuid of the post') },
   { additionalProperties: false },
 );
 
@@ -50,7 +51,7 @@ export const CreatePostBody = Type.Object(
     body: Body,
     visibility: Type.Optional(visibilitySchema),
     language: Type.Optional(languageSchema),
-    network_uuid: Type.Optional(Type.String({ format: 'uuid', description: 'A network to post in.' })),
+    network_uuid: Type.Optional(uuidSchema('A network to post in.')),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,6 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Context } from '../../context.ts';
+import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ok, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import {
   ContentParams,
@@ -9,10 +10,6 @@ import {
   TagAssociationSchema,
 } from './tag-association.schemas.ts';
 import { type ReactionKind, react, unreact } from './tag-association.service.ts';
-
-async function emptyBodyIsObject(request: FastifyRequest): Promise<void> {
-  if (request.body === undefined || request.body === null) request.body = {};
-}
 
 /** Reactions: a configured emotion attached to a post or comment by a logged-in user. */
 export default async function emotionRoutes(app: FastifyInstance, opts: { ctx: Context }): Promise<void> {

@@ -23,7 +23,7 @@ export const ASSOCIATION_WHITELIST: Whitelist = {
  * rule, messages to their sender and recipient, connections to either side, users and networks while they exist.
  * The outer table must be aliased `ta`.
  */
-function targetVisibleTo(viewer: string | null): Expression<SqlBool> {
+export function targetVisibleTo(viewer: string | null): Expression<SqlBool> {
   const me = viewer ?? '';
   return sql<SqlBool>`(
     (ta.target_type = 'post' and exists (select 1 from posts vp where vp.uuid = ta.target_uuid
@@ -39,6 +39,20 @@ function targetVisibleTo(viewer: string | null): Expression<SqlBool> {
     or (ta.target_type = 'user' and exists (select 1 from users vu where vu.uuid = ta.target_uuid))
     or (ta.target_type = 'network' and exists (select 1 from networks vn where vn.uuid = ta.target_uuid))
   )`;
+}
+
+/**
+ * A tag is visible to `viewer` (null for a guest) when it is an emotion, has no association at all (created through
+ * tags.create), or has at least one association whose target the viewer may see (targetVisibleTo): a hashtag or
+ * mention used only in private posts does not exist for anyone else. `tagTable` names the outer tags table or its
+ * alias (a trusted identifier, e.g. 'tags' or 't'); for the tag list, single tags, and '#' searches.
+ */
+export function tagVisibleTo(viewer: string | null, tagTable: string): Expression<SqlBool> {
+  const uuid = sql.ref(`${tagTable}.uuid`);
+  const tagType = sql.ref(`${tagTable}.tag_type`);
+  return sql<SqlBool>`(${tagType} = 'emotion'
+    or not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid})
+    or exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid} and ${targetVisibleTo(viewer)}))`;
 }
 
 const COLUMNS = [

@@ -2,10 +2,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
 import { isOperationEnabled } from '../../http/disabled.ts';
+import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { ApiError } from '../../http/errors.ts';
 import emotionRoutes from './emotion.routes.ts';
-import { ASSOCIATION_WHITELIST } from './tag-association.repository.ts';
 import {
   AssociationParams,
   associationListQuery,
@@ -16,6 +16,7 @@ import {
   WriteAssociationBody,
 } from './tag-association.schemas.ts';
 import {
+  ASSOCIATION_WHITELIST,
   type AssociationTargetType,
   associationOwner,
   checkAssociationWriteEnabled,
@@ -28,11 +29,6 @@ import {
 } from './tag-association.service.ts';
 
 type UpdateInput = { tag_uuid?: string; target_uuid?: string; target_type?: AssociationTargetType };
-
-/** A missing body is an empty one, so delete operations accept a bare request. */
-async function emptyBodyIsObject(request: FastifyRequest): Promise<void> {
-  if (request.body === undefined || request.body === null) request.body = {};
-}
 
 function paramUuid(request: FastifyRequest): string {
   return (request.params as { tag_association_uuid: string }).tag_association_uuid;

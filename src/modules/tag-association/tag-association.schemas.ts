@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
 import { listQuerySchema, type Whitelist } from '../../http/list-query.ts';
 import { pagingQuery } from '../../http/paging.ts';
+import { UuidSchema } from '../../http/schemas.ts';
 import { EMOTIONS } from '../tag/normalize.ts';
 import { languageSchema } from '../user/languages.ts';
 import { ASSOCIATION_TARGET_TYPES } from './tag-association.service.ts';
 
-const Uuid = Type.String({ format: 'uuid', maxLength: 36, description: 'A uuid.' });
 const Time = Type.String({ description: 'ISO 8601 UTC time.' });
 const TargetType = Type.Union(
   ASSOCIATION_TARGET_TYPES.map((t) => Type.Literal(t)),
@@ -15,13 +15,13 @@ const TargetType = Type.Union(
 /** A tag association as the API returns it. */
 export const TagAssociationSchema = Type.Object(
   {
-    uuid: Uuid,
+    uuid: UuidSchema,
     type: Type.Literal('tag_association'),
-    tag_uuid: Uuid,
+    tag_uuid: UuidSchema,
     user_uuid: Type.String({
       description: 'The user who made the association (the author for extracted tags).',
     }),
-    target_uuid: Uuid,
+    target_uuid: UuidSchema,
     target_type: Type.String({ description: 'Kind of the target, e.g. post or comment.' }),
     created_at: Time,
     updated_at: Time,
@@ -30,7 +30,10 @@ export const TagAssociationSchema = Type.Object(
 );
 
 /** Path of the operations on one association. */
-export const AssociationParams = Type.Object({ tag_association_uuid: Uuid }, { additionalProperties: false });
+export const AssociationParams = Type.Object(
+  { tag_association_uuid: UuidSchema },
+  { additionalProperties: false },
+);
 
 /** Query of GET /tag-associations. */
 export function associationListQuery(limitMax: number, whitelist: Whitelist) {
@@ -46,13 +49,13 @@ export function associationListQuery(limitMax: number, whitelist: Whitelist) {
 
 /** Body of POST /tag-association. */
 export const CreateAssociationBody = Type.Object(
-  { tag_uuid: Uuid, target_uuid: Uuid, target_type: TargetType },
+  { tag_uuid: UuidSchema, target_uuid: UuidSchema, target_type: TargetType },
   { additionalProperties: false },
 );
 
 const UpdateFields = {
-  tag_uuid: Type.Optional(Uuid),
-  target_uuid: Type.Optional(Uuid),
+  tag_uuid: Type.Optional(UuidSchema),
+  target_uuid: Type.Optional(UuidSchema),
   target_type: Type.Optional(TargetType),
 };
 
@@ -82,7 +85,10 @@ const Emotion = Type.Union(
 export const ReactBody = Type.Object({ name: Emotion }, { additionalProperties: false });
 
 /** Path of a content item's emotions. */
-export const ContentParams = Type.Object({ uuid: Uuid }, { additionalProperties: false });
+export const ContentParams = Type.Object({ uuid: UuidSchema }, { additionalProperties: false });
 
 /** Path of one reaction to take back. */
-export const ReactionParams = Type.Object({ uuid: Uuid, name: Emotion }, { additionalProperties: false });
+export const ReactionParams = Type.Object(
+  { uuid: UuidSchema, name: Emotion },
+  { additionalProperties: false },
+);

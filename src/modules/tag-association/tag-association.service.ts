@@ -29,6 +29,9 @@ import {
   updateAssociationRow,
 } from './tag-association.repository.ts';
 
+/** Whitelist of the association list's sortby and filterby, for the routes' query schema. */
+export { ASSOCIATION_WHITELIST } from './tag-association.repository.ts';
+
 /** Target kinds a client may associate a tag with. */
 export const ASSOCIATION_TARGET_TYPES = ['post', 'comment', 'media', 'network', 'user', 'messages'] as const;
 

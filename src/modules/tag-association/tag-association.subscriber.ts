@@ -12,6 +12,7 @@ export function subscribeTags(ctx: Context): void {
   ctx.bus.on(['postDeleted'], (trx, e) => removeTargetTags(trx, 'post', e.targetUuid));
   ctx.bus.on(['commentDeleted'], (trx, e) => removeTargetTags(trx, 'comment', e.targetUuid));
   ctx.bus.on(['mediaDeleted'], (trx, e) => removeTargetTags(trx, 'media', e.targetUuid));
+  ctx.bus.on(['messageDeleted'], (trx, e) => removeTargetTags(trx, 'messages', e.targetUuid));
   ctx.bus.on(['networkDeleted'], (trx, e) => removeTargetTags(trx, 'network', e.targetUuid));
   ctx.bus.on(['userDeleted'], (trx, e) => removeUserTags(trx, e.targetUuid));
 }

@@ -1,15 +1,25 @@
 import { type Insertable, sql, type Updateable } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
+import { tagVisibleTo, targetVisibleTo } from '../tag-association/tag-association.repository.ts';
 import { normalizeTagName, TAG_TYPES } from './normalize.ts';
 import type { TagTable } from './tag.table.ts';
 
 /** A stored tag row. */
 export type TagRow = TagTable;
 
-/** A tag row by uuid. */
-export async function findTagByUuid(db: Db, uuid: string): Promise<TagRow | undefined> {
-  return db.selectFrom('tags').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+/** A tag row by uuid; with `viewer` given (null for a guest) only if the tag is visible to them (tagVisibleTo). */
+export async function findTagByUuid(
+  db: Db,
+  uuid: string,
+  viewer?: string | null,
+): Promise<TagRow | undefined> {
+  return db
+    .selectFrom('tags')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .$if(viewer !== undefined, (q) => q.where(tagVisibleTo(viewer ?? null, 'tags')))
+    .executeTakeFirst();
 }
 
 /** The tag of a type with a normalized key. */
@@ -90,16 +100,19 @@ export const TAG_WHITELIST: Whitelist = {
   updated_at: { column: 'updated_at', type: 'datetime' },
 };
 
-/** One page of tags under the list query. */
-export async function listTagRows(db: Db, lq: ListQuery): Promise<TagRow[]> {
-  const q = applyFilters(db.selectFrom('tags').selectAll(), lq, 'uuid');
+/** One page of the tags visible to `viewer` under the list query. */
+export async function listTagRows(db: Db, lq: ListQuery, viewer: string | null): Promise<TagRow[]> {
+  const q = applyFilters(db.selectFrom('tags').selectAll().where(tagVisibleTo(viewer, 'tags')), lq, 'uuid');
   return applyOrderAndWindow(q, lq, 'uuid', [{ column: 'created_at', direction: 'desc' }]).execute();
 }
 
-/** How many tags match the list query's filters (paging aside). */
-export async function countTagRows(db: Db, lq: ListQuery): Promise<number> {
+/** How many tags visible to `viewer` match the list query's filters (paging aside). */
+export async function countTagRows(db: Db, lq: ListQuery, viewer: string | null): Promise<number> {
   const q = applyFilters(
-    db.selectFrom('tags').select((eb) => eb.fn.countAll().as('n')),
+    db
+      .selectFrom('tags')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where(tagVisibleTo(viewer, 'tags')),
     lq,
     'uuid',
   );
@@ -114,12 +127,9 @@ function hourOf(dialect: Dialect, column: string) {
     : sql<string>`substr(${sql.ref(column)}, 1, 13)`;
 }
 
-// Only uses on public content count towards trending: aggregate numbers must not leak private posts.
-const PUBLIC_TARGET = sql<boolean>`(
-  (ta.target_type = 'post' and exists (select 1 from posts p where p.uuid = ta.target_uuid and p.visibility = 'public'))
-  or (ta.target_type = 'comment' and exists (select 1 from comments c join posts p on p.uuid = c.post_uuid
-      where c.uuid = ta.target_uuid and p.visibility = 'public'))
-)`;
+// Only uses on posts and comments a guest may see count towards trending: aggregate numbers must not leak private
+// posts (the association visibility rule, for a guest).
+const PUBLIC_TARGET = sql<boolean>`(ta.target_type in ('post', 'comment') and ${targetVisibleTo(null)})`;
 
 /** The hashtags used by the most distinct users since `since`, with their users and uses in the window. */
 export async function findTrendingHashtags(db: Db, since: string, limit: number) {

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
+import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { invalidField } from '../../http/errors.ts';
 import type { TagType } from './normalize.ts';
-import { TAG_WHITELIST } from './tag.repository.ts';
 import {
   NoBody,
   TagBody,
@@ -15,12 +15,15 @@ import {
   tagListQuery,
   UuidParams,
 } from './tag.schemas.ts';
-import { createTag, deleteTag, getTag, listTags, trendingHashtags, updateTag } from './tag.service.ts';
-
-/** A missing body is an empty one, so operations without properties accept a bare POST. */
-async function emptyBodyIsObject(request: FastifyRequest): Promise<void> {
-  if (request.body === undefined || request.body === null) request.body = {};
-}
+import {
+  createTag,
+  deleteTag,
+  getTag,
+  listTags,
+  TAG_WHITELIST,
+  trendingHashtags,
+  updateTag,
+} from './tag.service.ts';
 
 /** The caller's user uuid, or null for a guest: whose view of association visibility applies. */
 function viewer(request: FastifyRequest): string | null {

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { listQuerySchema, type Whitelist } from '../../http/list-query.ts';
 import { pagingQuery } from '../../http/paging.ts';
+import { UuidSchema } from '../../http/schemas.ts';
 import { EMOTIONS, TAG_TYPES } from './normalize.ts';
 
-const Uuid = Type.String({ format: 'uuid', maxLength: 36, description: 'A uuid.' });
 const Time = Type.String({ description: 'ISO 8601 UTC time.' });
 
 /** The kinds of tag. */
@@ -15,11 +15,11 @@ export const TagTypeSchema = Type.Union(
 /** A tag as the API returns it. */
 export const TagSchema = Type.Object(
   {
-    uuid: Uuid,
+    uuid: UuidSchema,
     type: Type.Literal('tag'),
     name: Type.String({ description: 'The first spelling seen, without # or @.' }),
     tag_type: TagTypeSchema,
-    associations: Type.Array(Uuid, { description: 'uuids of the newest associations, at most 100.' }),
+    associations: Type.Array(UuidSchema, { description: 'uuids of the newest associations, at most 100.' }),
     associations_count: Type.Integer({ minimum: 0, description: 'How many associations the tag has.' }),
     created_at: Time,
     updated_at: Time,
@@ -48,9 +48,9 @@ export const TrendingTagSchema = Type.Object(
 );
 
 /** Path of GET and PUT on one tag. */
-export const TagUuidParams = Type.Object({ tag_uuid: Uuid }, { additionalProperties: false });
+export const TagUuidParams = Type.Object({ tag_uuid: UuidSchema }, { additionalProperties: false });
 /** Path of POST /tags/{uuid}/delete. */
-export const UuidParams = Type.Object({ uuid: Uuid }, { additionalProperties: false });
+export const UuidParams = Type.Object({ uuid: UuidSchema }, { additionalProperties: false });
 
 /** Query of GET /tags. */
 export function tagListQuery(limitMax: number, whitelist: Whitelist) {

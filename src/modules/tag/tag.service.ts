@@ -26,6 +26,9 @@ import {
   updateTagRow,
 } from './tag.repository.ts';
 
+/** Whitelist of the tag list's sortby and filterby, for the routes' query schema. */
+export { TAG_WHITELIST } from './tag.repository.ts';
+
 /** How many association uuids a tag object carries (the newest ones). */
 export const ASSOCIATIONS_IN_TAG = 100;
 
@@ -65,17 +68,26 @@ async function toApiTag(db: Db, row: TagRow, viewer: string | null): Promise<Api
   return (await toApiTags(db, [row], viewer))[0] as ApiTag;
 }
 
-/** One tag by uuid (tags are public; their association uuids only those the viewer may see). */
+/**
+ * One tag by uuid, if visible to the viewer (an emotion, a tag without associations, or one with an association on
+ * something the viewer may see; otherwise 404 as if missing); its association uuids only those the viewer may see.
+ */
 export async function getTag(ctx: Context, uuid: string, viewer: string | null): Promise<ApiTag> {
-  const row = await findTagByUuid(ctx.db, uuid.toLowerCase());
+  const row = await findTagByUuid(ctx.db, uuid.toLowerCase(), viewer);
   if (!row) throw objectNotFound('tag');
   return toApiTag(ctx.db, row, viewer);
 }
 
-/** The tag list: paging, sortby, filterby, uuids; count.total is the exact size of the filtered set. */
+/**
+ * The tag list: paging, sortby, filterby, uuids over the tags visible to the viewer; count.total is the exact size
+ * of that filtered set.
+ */
 export async function listTags(ctx: Context, query: Record<string, unknown>, viewer: string | null) {
   const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
-  const [rows, total] = await Promise.all([listTagRows(ctx.db, lq), countTagRows(ctx.db, lq)]);
+  const [rows, total] = await Promise.all([
+    listTagRows(ctx.db, lq, viewer),
+    countTagRows(ctx.db, lq, viewer),
+  ]);
   return {
     data: await toApiTags(ctx.db, rows, viewer),
     count: { offset: lq.offset, limit: lq.limit, total },

@@ -1,7 +1,8 @@
 import { type Static, Type } from 'typebox';
+import { uuidSchema } from '../../http/schemas.ts';
 import { languageSchema } from './languages.ts';
 
-const Uuid = Type.String({ format: 'uuid', maxLength: 36, description: 'UUID of the user' });
+const UserUuid = uuidSchema('UUID of the user');
 const Time = Type.String({ format: 'date-time', description: 'ISO 8601 UTC time' });
 
 /** Limits of the user fields, shared by the schemas and the docs. */
@@ -18,7 +19,7 @@ export const USER_LIMITS = {
 /** A user as anyone may see it: never the email, role or password hash. */
 export const UserSchema = Type.Object(
   {
-    uuid: Uuid,
+    uuid: UserUuid,
     type: Type.Literal('user'),
     network_uuid: Type.Union([Type.String(), Type.Null()], { description: 'The network the user joined' }),
     username: Type.String(),
@@ -89,7 +90,7 @@ export const UpdateBody = Type.Object(
 );
 
 /** Path parameters of /users/{uuid}/... */
-export const UserParams = Type.Object({ uuid: Uuid }, { additionalProperties: false });
+export const UserParams = Type.Object({ uuid: UserUuid }, { additionalProperties: false });
 
 /** Types of the bodies as the service sees them. */
 export type RegisterInput = Static<typeof RegisterBody>;

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { Context } from '../../context.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
 import { revokeAllUserTokens, revokeOtherSessions } from '../auth/auth.service.ts';
@@ -37,12 +38,6 @@ export function toMe(row: UserTable): Me {
 /** The case-insensitive key of a username or email (what uniqueness and login compare). */
 export function loginKey(value: string): string {
   return value.trim().toLowerCase();
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; errcode?: unknown; message?: unknown };
-  if (e?.code === '23505') return true;
-  return e?.code === 'ERR_SQLITE_ERROR' && /UNIQUE constraint failed/i.test(String(e.message));
 }
 
 function conflict(details: ErrorDetail[]): ApiError {
