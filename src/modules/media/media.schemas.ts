@@ -50,8 +50,13 @@ export const UploadMediaBody = Type.Object(
 export type UploadMediaInput = Omit<Static<typeof UploadMediaBody>, 'file'>;
 
 /** Response schema of the download: the raw bytes (never serialized as JSON). */
-export const MediaFileResponse = Type.Unsafe<unknown>({
-  type: 'string',
-  contentMediaType: 'application/octet-stream',
-  description: 'The stored bytes, with the stored content type.',
-});
+export const MediaFileResponse = {
+  description: 'The stored bytes, with the stored content type (an image, video, audio or PDF type).',
+  content: {
+    'application/octet-stream': { schema: { type: 'string', format: 'binary' } },
+    'image/*': { schema: { type: 'string', format: 'binary' } },
+    'video/*': { schema: { type: 'string', format: 'binary' } },
+    'audio/*': { schema: { type: 'string', format: 'binary' } },
+    'application/pdf': { schema: { type: 'string', format: 'binary' } },
+  },
+};
