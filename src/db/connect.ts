@@ -42,7 +42,9 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     connectionString: url,
     max: options.poolSize ?? 10,
     statement_timeout: options.statementTimeoutMs ?? 10_000,
-    connectionTimeoutMillis: 5_000,
+    // A burst of writes on one row (e.g. many reactions to one author) queues for connections; waiting out such a
+    // burst beats answering 503, while an unreachable server still fails fast with a connection error.
+    connectionTimeoutMillis: 15_000,
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
