@@ -16,11 +16,15 @@ function problem(text: string): string | undefined {
   return undefined;
 }
 
-/** The first string (key or value) in a parsed request part that the engines cannot store alike, with its path. */
+/** The first value (string key or value, or number) in a parsed request part that the engines cannot store alike. */
 function findBadText(value: unknown, path: string, depth: number): ErrorDetail | undefined {
   if (typeof value === 'string') {
     const message = problem(value);
     return message ? { field: path, message } : undefined;
+  }
+  // `1e999` or `Infinity` pass Ajv's integer coercion as Infinity; no column can hold it.
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    return { field: path, message: 'must be a finite number; give a whole number in the documented range' };
   }
   if (depth >= MAX_DEPTH) return undefined;
   if (Array.isArray(value)) {

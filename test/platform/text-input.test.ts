@@ -56,6 +56,29 @@ for (const dialect of testDialects()) {
       assert.equal(body(me).data.bio, null);
     });
 
+    it('refuses non-finite numbers (1e999, Infinity) in query strings and bodies with 400, storing nothing', async () => {
+      const cases = [
+        { method: 'GET' as const, url: '/tags?limit=1e999', token: t.guest, field: 'limit' },
+        { method: 'GET' as const, url: '/messages?limit=Infinity', token: alice.token, field: 'limit' },
+        { method: 'GET' as const, url: '/tags?offset=-1e999', token: t.guest, field: 'offset' },
+        { method: 'GET' as const, url: '/tags/trending?limit=1e999', token: t.guest, field: 'limit' },
+        {
+          method: 'POST' as const,
+          url: '/networks',
+          token: alice.token,
+          payload: { name: 'n', payment_id: 'Infinity' },
+          field: 'payment_id',
+        },
+      ];
+      for (const { field, ...c } of cases) {
+        const res = await t.inject(c);
+        assert.equal(res.statusCode, 400, `${c.method} ${c.url}: ${res.body}`);
+        assert.equal(body(res).error.code, 'invalid_request', c.url);
+        assert.equal(body(res).error.details[0].field, field, c.url);
+      }
+      assert.equal(await count('networks'), 0);
+    });
+
     it('refuses a lone surrogate with 400', async () => {
       const res = await t.inject({
         method: 'POST',
