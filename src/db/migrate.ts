@@ -4,6 +4,7 @@ import type { Database, Dialect } from './database.ts';
 import { coreMigration } from './migrations/0001-core.ts';
 import { karmaSourceMigration } from './migrations/0002-karma-source.ts';
 import { searchMigration } from './migrations/0002-search.ts';
+import { searchFoldMigration } from './migrations/0003-search-fold.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -11,6 +12,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0001-core': coreMigration(dialect),
     '0002-karma-source': karmaSourceMigration(),
     '0002-search': searchMigration(dialect),
+    '0003-search-fold': searchFoldMigration(dialect),
   };
 }
 

@@ -9,6 +9,7 @@ import {
   SqliteDriver,
   type SqliteStatement,
 } from 'kysely';
+import { foldForIndex } from './search-fold.ts';
 
 /** Options of the embedded database connection. */
 export interface SqliteOptions {
@@ -71,6 +72,10 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     if (!options.readOnly) this.raw.exec('PRAGMA journal_mode = WAL');
     this.raw.exec(`PRAGMA synchronous = ${options.synchronous}`);
     this.raw.exec('PRAGMA foreign_keys = ON');
+    // The search index's triggers fold text with the same JavaScript as queries (migration 0003-search-fold).
+    this.raw.function('search_fold', { deterministic: true }, (t) =>
+      foldForIndex(t === null ? null : String(t)),
+    );
   }
 
   prepare(sql: string): SqliteStatement {

@@ -1,15 +1,14 @@
+import { foldText } from '../../db/search-fold.ts';
 import { ApiError } from '../../http/errors.ts';
 
 /** Most words of a query that take part in matching; further words are ignored (200 characters rarely hold more). */
 export const MAX_TERMS = 16;
 
 /**
- * Case and diacritics folding, the same as the tag store's key and the database side of the index: NFKC, lower
- * case, combining marks removed (NFD), NFC again.
+ * Case and diacritics folding, exactly what both engines index (src/db/search-fold.ts): NFKC, lower case, ß as ss,
+ * combining marks removed.
  */
-export function fold(text: string): string {
-  return text.normalize('NFKC').toLowerCase().normalize('NFD').replace(/\p{M}/gu, '').normalize('NFC');
-}
+export const fold = foldText;
 
 /**
  * The words of a query: folded, split at everything that is not a letter or digit. Quotes, operators and engine

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, PG_STEMMERS, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
 import { visibleTo } from '../connection/visibility.ts';
+import { tagVisibleTo } from '../tag-association/tag-association.repository.ts';
 import { ftsMatch } from './search.query.ts';
 
 /** Kinds of item in the search index. */
@@ -302,10 +303,14 @@ export async function findUsersByUsernamePrefix(
   return r.rows.map((row) => row.uuid);
 }
 
-/** Hashtags whose key starts with `prefix`: the exact key first, then the most used, then by key. */
+/**
+ * Hashtags visible to `viewer` (tagVisibleTo) whose key starts with `prefix`: the exact key first, then the most
+ * used, then by key.
+ */
 export async function findHashtagsByPrefix(
   db: Db,
   dialect: Dialect,
+  viewer: string | null,
   prefix: string,
   order: { column: 'relevance' | 'created_at' | 'updated_at'; direction: 'asc' | 'desc' },
   offset: number,
@@ -319,8 +324,24 @@ export async function findHashtagsByPrefix(
   const r = await sql<{ uuid: string }>`
     select t.uuid from tags t
     where t.tag_type = 'hashtag' and ${prefixCondition(dialect, 't.name_key', prefix)}
+      and ${tagVisibleTo(viewer, 't')}
     order by ${orderBy} limit ${limit} offset ${offset}`.execute(db);
   return r.rows.map((row) => row.uuid);
+}
+
+/** Which of these hashtag uuids are visible to `viewer` (tagVisibleTo): the privacy condition on typo candidates. */
+export async function findVisibleHashtags(
+  db: Db,
+  uuids: string[],
+  viewer: string | null,
+): Promise<Set<string>> {
+  if (uuids.length === 0) return new Set();
+  const r = await sql<{ uuid: string }>`
+    select t.uuid from tags t
+    where t.uuid in (${sql.join(uuids)}) and t.tag_type = 'hashtag' and ${tagVisibleTo(viewer, 't')}`.execute(
+    db,
+  );
+  return new Set(r.rows.map((row) => row.uuid));
 }
 
 /** Rows of one kind's base table by uuid. */

@@ -9,7 +9,7 @@ import { toMessage } from '../message/message.service.ts';
 import { toNetwork } from '../network/network.service.ts';
 import { toPost } from '../post/post.service.ts';
 import { normalizeTagName } from '../tag/normalize.ts';
-import { ASSOCIATIONS_IN_TAG } from '../tag/tag.service.ts';
+import { type ApiTag, ASSOCIATIONS_IN_TAG } from '../tag/tag.service.ts';
 import type { TagTable } from '../tag/tag.table.ts';
 import { findNewestAssociationUuids } from '../tag-association/tag-association.repository.ts';
 import { toPublicUser } from '../user/user.service.ts';
@@ -240,20 +240,24 @@ function toItem(kind: DocKind, row: Record<string, unknown>): Item {
   }
 }
 
-/** Tag objects (with their newest association uuids) in the given order. */
-async function hydrateTags(ctx: Context, uuids: string[]): Promise<Item[]> {
+/**
+ * Tag objects in the given order; `associations` holds only the newest associations whose target `viewer` may see
+ * (as GET /tags gives them). The tag module keeps its mapper private, so its shape is repeated here.
+ */
+async function hydrateTags(ctx: Context, viewer: string | null, uuids: string[]): Promise<ApiTag[]> {
   const rows = (await repo.findRowsByUuids(ctx.db, 'tag', uuids)) as TagTable[];
   const newest = await findNewestAssociationUuids(
     ctx.db,
     rows.map((r) => r.uuid),
     ASSOCIATIONS_IN_TAG,
+    viewer,
   );
   const byUuid = new Map(
-    rows.map((r) => [
+    rows.map((r): [string, ApiTag] => [
       r.uuid,
       {
         uuid: r.uuid,
-        type: 'tag' as const,
+        type: 'tag',
         name: r.name,
         tag_type: r.tag_type,
         associations: newest.get(r.uuid) ?? [],
@@ -266,8 +270,18 @@ async function hydrateTags(ctx: Context, uuids: string[]): Promise<Item[]> {
   return uuids.map((u) => byUuid.get(u)).filter((t) => t !== undefined);
 }
 
-/** Hashtags of the tag store by prefix of their key, typo-tolerant when the prefix finds few. */
-async function hashtagUuids(ctx: Context, query: string, order: Order, window: Window): Promise<string[]> {
+/**
+ * Hashtags of the tag store visible to `viewer` by prefix of their key (ordered as asked), typo-tolerant when the
+ * prefix finds few; a hashtag used only in content the viewer cannot see is never found, typo or not.
+ */
+async function hashtagUuids(
+  ctx: Context,
+  viewer: string | null,
+  query: string,
+  order: Order,
+  window: Window,
+  typos = true,
+): Promise<string[]> {
   const key = hashtagKey(query);
   if (key === '') return [];
   const column = order.property as 'relevance' | 'created_at' | 'updated_at';
@@ -275,22 +289,51 @@ async function hashtagUuids(ctx: Context, query: string, order: Order, window: W
     repo.findHashtagsByPrefix(
       ctx.db,
       ctx.dialect,
+      viewer,
       key,
       { column, direction: order.direction },
       offset,
       limit,
     );
   const page = await fetch(window.offset, window.limit);
+  if (!typos) return page;
   return withTypos(window, page, fetch, async (exact) => {
     const terms = key.match(/[\p{L}\p{N}]+/gu) ?? [];
     const distances = await typoMatches(ctx, terms, ['hashtag']);
     const known = new Set(exact);
+    const visible = await repo.findVisibleHashtags(
+      ctx.db,
+      [...distances.keys()].filter((u) => !known.has(u)),
+      viewer,
+    );
     return [...distances.entries()]
-      .filter(([u]) => !known.has(u))
+      .filter(([u]) => visible.has(u))
       .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
       .slice(0, TYPO_MAX)
       .map(([u]) => u);
   });
+}
+
+/** The hashtags answering a `#` query (or any /search/hashtags query), as tag objects. */
+async function findHashtags(
+  ctx: Context,
+  viewer: string | null,
+  params: SearchParams,
+): Promise<SearchResult<ApiTag[]>> {
+  const order = parseOrder(params.order, CONTENT_ORDERS);
+  const window = windowOf(ctx, params);
+  return result(
+    await hydrateTags(ctx, viewer, await hashtagUuids(ctx, viewer, params.query, order, window)),
+    window,
+  );
+}
+
+/** Users by uuid in the given order, as public user objects. */
+async function hydrateUsers(ctx: Context, uuids: string[]): Promise<Item[]> {
+  return hydrate(
+    ctx,
+    uuids.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
+  );
 }
 
 function matchOf(params: SearchParams): Match {
@@ -316,11 +359,9 @@ export async function search(
   viewer: string | null,
   params: SearchParams,
 ): Promise<SearchResult<Item[]>> {
+  if (isHashtagQuery(params.query)) return findHashtags(ctx, viewer, params);
   const order = parseOrder(params.order, CONTENT_ORDERS);
   const window = windowOf(ctx, params);
-  if (isHashtagQuery(params.query)) {
-    return result(await hydrateTags(ctx, await hashtagUuids(ctx, params.query, order, window)), window);
-  }
   const scope: Scope = { kinds: repo.DOC_KINDS, viewer, language: params.language };
   const refs = await searchDocs(ctx, matchOf(params), scope, order, window);
   return result(await hydrate(ctx, refs), window);
@@ -332,14 +373,12 @@ export async function searchTypes(
   viewer: string | null,
   params: SearchParams,
 ): Promise<SearchResult<Record<string, Item[]>>> {
+  if (isHashtagQuery(params.query)) {
+    const tags = await findHashtags(ctx, viewer, params);
+    return { data: { tag: tags.data }, count: tags.count };
+  }
   const order = parseOrder(params.order, CONTENT_ORDERS);
   const window = windowOf(ctx, params);
-  if (isHashtagQuery(params.query)) {
-    return result(
-      { tag: await hydrateTags(ctx, await hashtagUuids(ctx, params.query, order, window)) },
-      window,
-    );
-  }
   const match = matchOf(params);
   // Independent per kind: PostgreSQL runs them on parallel connections (SQLite runs them one after another).
   const columns = await Promise.all(
@@ -385,11 +424,13 @@ export async function searchNetworks(
   return result(await hydrate(ctx, refs), window);
 }
 
-/** GET /search/hashtags: hashtags of the tag store by prefix (with or without `#`), typo-tolerant. */
-export async function searchHashtags(ctx: Context, params: SearchParams): Promise<SearchResult<Item[]>> {
-  const order = parseOrder(params.order, CONTENT_ORDERS);
-  const window = windowOf(ctx, params);
-  return result(await hydrateTags(ctx, await hashtagUuids(ctx, params.query, order, window)), window);
+/** GET /search/hashtags: hashtags of the tag store visible to the viewer by prefix (with or without `#`), typo-tolerant. */
+export async function searchHashtags(
+  ctx: Context,
+  viewer: string | null,
+  params: SearchParams,
+): Promise<SearchResult<Item[]>> {
+  return findHashtags(ctx, viewer, params);
 }
 
 /** Users to mention by username prefix: the caller's friends first, then others; the caller left out. */
@@ -431,14 +472,7 @@ export async function searchMentions(
   params: SearchParams,
 ): Promise<SearchResult<Item[]>> {
   const window = windowOf(ctx, params);
-  const uuids = await mentionUuids(ctx, viewer, params.query, window);
-  return result(
-    await hydrate(
-      ctx,
-      uuids.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
-    ),
-    window,
-  );
+  return result(await hydrateUsers(ctx, await mentionUuids(ctx, viewer, params.query, window)), window);
 }
 
 /**
@@ -453,26 +487,13 @@ export async function complete(
   const limit = Math.min(params.limit ?? COMPLETE_MAX, COMPLETE_MAX);
   const window: Window = { offset: 0, limit };
   const kind = COMPLETE_PREFIXES[params.query.trimStart().charAt(0)];
+  const byRelevance: Order = { property: 'relevance', direction: 'desc' };
   if (kind === 'hashtag') {
-    const uuids = await repo.findHashtagsByPrefix(
-      ctx.db,
-      ctx.dialect,
-      hashtagKey(params.query),
-      { column: 'relevance', direction: 'desc' },
-      0,
-      limit,
-    );
-    return result(hashtagKey(params.query) === '' ? [] : await hydrateTags(ctx, uuids), window);
+    const uuids = await hashtagUuids(ctx, viewer, params.query, byRelevance, window, false);
+    return result(await hydrateTags(ctx, viewer, uuids), window);
   }
   if (kind === 'mention') {
-    const uuids = await mentionUuids(ctx, viewer, params.query, window);
-    return result(
-      await hydrate(
-        ctx,
-        uuids.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
-      ),
-      window,
-    );
+    return result(await hydrateUsers(ctx, await mentionUuids(ctx, viewer, params.query, window)), window);
   }
   const terms = queryTerms(params.query);
   if (terms.length === 0) return result([], window);
@@ -488,24 +509,10 @@ export async function complete(
     { kinds: ['network'], viewer },
     { direction: 'desc', offset: 0, limit },
   );
-  const key = hashtagKey(params.query);
-  const tags =
-    key === ''
-      ? []
-      : await repo.findHashtagsByPrefix(
-          ctx.db,
-          ctx.dialect,
-          key,
-          { column: 'relevance', direction: 'desc' },
-          0,
-          limit,
-        );
-  const userItems = await hydrate(
-    ctx,
-    users.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
-  );
+  const tags = await hashtagUuids(ctx, viewer, params.query, byRelevance, window, false);
+  const userItems = await hydrateUsers(ctx, users);
   const networkItems = await hydrate(ctx, networks);
-  const tagItems = await hydrateTags(ctx, tags);
+  const tagItems = await hydrateTags(ctx, viewer, tags);
   const mixed: Item[] = [];
   for (let i = 0; mixed.length < limit && i < limit; i++) {
     for (const list of [userItems, networkItems, tagItems]) {
