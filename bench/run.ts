@@ -1,0 +1,396 @@
+// Benchmark harness: `npm run bench -- [--quick] [--db URL] [--duration S] [--connections N] [--workers N]
+//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX]`.
+// Seeds the database when it is empty, starts the API on it in its own process (WORKERS=N), the floor server in
+// another, drives both with autocannon from this process, times the Lemmy-style LIKE '%term%' searches on the same
+// database in process, and writes its section of docs/benchmarks.md (other sections and notes stay).
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import autocannon from 'autocannon';
+import { sql } from 'kysely';
+import { connectDatabase } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { type Scenario, scenarios } from './scenarios.ts';
+
+interface Options {
+  quick: boolean;
+  db: string;
+  duration: number;
+  connections: number;
+  workers: number;
+  users: number;
+  posts: number;
+  label: string;
+  out: string;
+  likeRuns: number;
+  /** Only the scenarios whose name matches (a regular expression). */
+  only: RegExp | undefined;
+}
+
+function parseArgs(argv: string[]): Options {
+  const get = (flag: string) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const quick = argv.includes('--quick');
+  const db = get('--db') ?? (quick ? 'sqlite:./data/bench-quick.db' : 'sqlite:./data/bench.db');
+  const workers = Number(get('--workers') ?? process.env.WORKERS ?? 1);
+  const engine = db.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+  return {
+    quick,
+    db,
+    duration: Number(get('--duration') ?? (quick ? 3 : 10)),
+    connections: Number(get('--connections') ?? 50),
+    workers,
+    users: Number(get('--users') ?? (quick ? 1000 : 100_000)),
+    posts: Number(get('--posts') ?? (quick ? 10_000 : 1_000_000)),
+    label: get('--label') ?? (quick ? `quick-${engine}` : `${engine}-workers${workers}`),
+    out: get('--out') ?? 'docs/benchmarks.md',
+    likeRuns: Number(get('--like-runs') ?? (quick ? 20 : 10)),
+    only: get('--only') === undefined ? undefined : new RegExp(get('--only') as string),
+  };
+}
+
+const API_PORT = 3900;
+const FLOOR_PORT = 3901;
+const CLIENT = { id: 'bench', secret: 'bench-client-secret' };
+
+function startProcess(args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+async function waitFor(url: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+/** Resident set size of a process and its children (cluster workers), in MB. */
+function rssMb(pid: number): number {
+  try {
+    const out = execFileSync('ps', ['--ppid', String(pid), '-p', String(pid), '-o', 'rss='], {
+      encoding: 'utf8',
+    });
+    return Math.round(out.split('\n').reduce((s, l) => s + (Number(l.trim()) || 0), 0) / 1024);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * Waits until the API answers /ready (a database round trip) within 50 ms again: requests autocannon gave up on may still be queued in
+ * the API (node:sqlite runs on its event loop), and must not be billed to the next scenario. Returns the seconds.
+ */
+async function drain(base: string): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < 120_000) {
+    const t = performance.now();
+    try {
+      const res = await fetch(`${base}/ready`, { signal: AbortSignal.timeout(30_000) });
+      await res.arrayBuffer();
+      if (performance.now() - t < 50) break;
+    } catch {
+      // still busy
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return Math.round((Date.now() - started) / 100) / 10;
+}
+
+/** The event-loop delay p99 since the last read (prom-client resets the histogram on each collect). */
+async function eventLoopP99Ms(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${API_PORT}/metrics`)).text();
+  const m = /^nodejs_eventloop_lag_p99_seconds\s+([\d.e+-]+)/m.exec(text);
+  return m ? Math.round(Number(m[1]) * 1000 * 10) / 10 : Number.NaN;
+}
+
+interface Row {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  max: number;
+  errors: number;
+  non2xx: number;
+  rss: number;
+  elP99: number;
+  ratio: string;
+}
+
+interface LikeRow {
+  query: string;
+  oursP50: number;
+  likeP50: number;
+  likeP99: number;
+  matches: number;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Seeds the database through the world generator when it has no users yet. */
+async function seedIfEmpty(opts: Options): Promise<string> {
+  // Migrations (e.g. a reindex) may rewrite every row of a big world: no 10 s statement timeout here.
+  const handle = connectDatabase(opts.db, { poolSize: 1, statementTimeoutMs: 3_600_000 });
+  let users = 0;
+  let posts = 0;
+  try {
+    await migrateToLatest(handle.db, handle.dialect);
+    users = Number(
+      (
+        await handle.db
+          .selectFrom('users')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+    posts = Number(
+      (
+        await handle.db
+          .selectFrom('posts')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  } finally {
+    await handle.db.destroy();
+  }
+  if (users > 0) return `existing world: ${users} users, ${posts} posts`;
+  const args = [
+    'src/cli/seed/main.ts',
+    '--users',
+    String(opts.users),
+    '--posts',
+    String(opts.posts),
+    '--db',
+    opts.db,
+  ];
+  console.log(`seeding: node ${args.join(' ')}`);
+  const started = Date.now();
+  const out = execFileSync(process.execPath, args, {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const seconds = Math.round((Date.now() - started) / 100) / 10;
+  return `seeded by this run in ${seconds} s: ${out.trim().split('\n').pop()}`;
+}
+
+/** The search done as Lemmy does it: a LIKE/ILIKE '%term%' scan over posts.body, newest 20, in process. */
+async function likeBaseline(opts: Options, list: Scenario[], base: string, runs: number): Promise<LikeRow[]> {
+  const handle = connectDatabase(opts.db, { poolSize: 1, statementTimeoutMs: 600_000 });
+  const rows: LikeRow[] = [];
+  try {
+    for (const s of list) {
+      if (!s.likeTerms) continue;
+      const queries = s.requests ? s.likeTerms.map((t) => [t]) : [s.likeTerms];
+      for (const terms of queries) {
+        const path = `/search?query=${encodeURIComponent(terms.join(' '))}`;
+        const ours: number[] = [];
+        for (let i = 0; i < runs; i++) {
+          const t = performance.now();
+          const res = await fetch(`${base}${path}`, { headers: s.headers });
+          await res.arrayBuffer();
+          if (!res.ok) throw new Error(`GET ${path}: HTTP ${res.status}`);
+          ours.push(performance.now() - t);
+        }
+        const like: number[] = [];
+        let matches = 0;
+        for (let i = 0; i < runs; i++) {
+          const t = performance.now();
+          let q = handle.db.selectFrom('posts').select(['uuid', 'body', 'created_at']);
+          for (const term of terms) {
+            q =
+              handle.dialect === 'postgres'
+                ? q.where(sql<boolean>`body ilike ${`%${term}%`}`)
+                : q.where('body', 'like', `%${term}%`);
+          }
+          const found = await q
+            .where('visibility', '=', 'public')
+            .orderBy('created_at', 'desc')
+            .limit(20)
+            .execute();
+          like.push(performance.now() - t);
+          matches = found.length;
+        }
+        rows.push({
+          query: terms.join(' '),
+          oursP50: round(percentile(ours, 50)),
+          likeP50: round(percentile(like, 50)),
+          likeP99: round(percentile(like, 99)),
+          matches,
+        });
+        console.log(
+          `LIKE '%${terms.join(' ')}%': ${round(percentile(like, 50))} ms vs ours ${round(percentile(ours, 50))} ms`,
+        );
+      }
+    }
+  } finally {
+    await handle.db.destroy();
+  }
+  return rows;
+}
+
+/** Replaces (or appends) this run's section of the output file, keeping every other section and the notes. */
+function writeSection(file: string, label: string, body: string): void {
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    text = '# Benchmarks\n';
+  }
+  const start = `<!-- run:${label} -->`;
+  const end = `<!-- /run:${label} -->`;
+  const block = `${start}\n${body}\n${end}`;
+  const i = text.indexOf(start);
+  const j = text.indexOf(end);
+  const next =
+    i >= 0 && j > i
+      ? `${text.slice(0, i)}${block}${text.slice(j + end.length)}`
+      : `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, next);
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  const world = await seedIfEmpty(opts);
+  console.log(world);
+  const env = {
+    DATABASE_URL: opts.db,
+    PORT: String(API_PORT),
+    LOG_LEVEL: 'warn',
+    BOOTSTRAP_CLIENT: `${CLIENT.id}:${CLIENT.secret}`,
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    WORKERS: String(opts.workers),
+  };
+  const api = startProcess(['src/server.ts'], env);
+  const floor = startProcess(['bench/floor.ts', String(FLOOR_PORT)], {});
+  try {
+    await waitFor(`http://127.0.0.1:${API_PORT}/ready`);
+    await waitFor(`http://127.0.0.1:${FLOOR_PORT}/floor`);
+    const base = `http://127.0.0.1:${API_PORT}`;
+    const list = (await scenarios(base, CLIENT)).filter((s) => !opts.only || opts.only.test(s.name));
+    const rows: Row[] = [];
+    const drive = (url: string, s?: Scenario) =>
+      autocannon({
+        url,
+        duration: opts.duration,
+        connections: opts.connections,
+        method: s?.method ?? 'GET',
+        headers: s?.headers,
+        requests: s?.requests,
+      });
+
+    const floorResult = await drive(`http://127.0.0.1:${FLOOR_PORT}/floor`);
+    const floorRps = floorResult.requests.average;
+    rows.push({
+      name: 'floor: bare Fastify, constant JSON',
+      rps: Math.round(floorRps),
+      p50: floorResult.latency.p50,
+      p99: floorResult.latency.p99,
+      max: floorResult.latency.max,
+      errors: floorResult.errors,
+      non2xx: floorResult.non2xx,
+      rss: Number.NaN,
+      elP99: Number.NaN,
+      ratio: '1.00',
+    });
+    console.log(`floor: ${Math.round(floorRps)} req/s`);
+
+    for (const s of list) {
+      const waited = await drain(base);
+      if (waited > 1)
+        console.log(`(waited ${waited} s for the API to finish the previous scenario's backlog)`);
+      await eventLoopP99Ms(); // reading the metric resets its window
+      const r = await drive(`${base}${s.path}`, s);
+      const rss = rssMb(api.pid as number);
+      const el = await eventLoopP99Ms();
+      const row: Row = {
+        name: s.name,
+        rps: Math.round(r.requests.average),
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        max: r.latency.max,
+        errors: r.errors,
+        non2xx: r.non2xx,
+        rss,
+        elP99: el,
+        ratio: s.method === 'POST' ? '-' : (r.requests.average / floorRps).toFixed(2),
+      };
+      rows.push(row);
+      if (r.non2xx > 0) {
+        const codes = Object.entries(
+          (r as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {},
+        )
+          .map(([code, v]) => `${code}: ${v.count}`)
+          .join(', ');
+        console.log(`${s.name}: status codes ${codes}`);
+        row.name = `${s.name} (status codes ${codes})`;
+      }
+      console.log(
+        `${s.name}: ${Math.round(r.requests.average)} req/s p50 ${r.latency.p50} p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}`,
+      );
+    }
+    await drain(base);
+    const likes = opts.likeRuns > 0 ? await likeBaseline(opts, list, base, opts.likeRuns) : [];
+
+    const cpu = cpus()[0]?.model ?? 'unknown cpu';
+    const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
+    const reads = rows.slice(1).filter((r) => r.ratio !== '-');
+    const md = [
+      `## Run \`${opts.label}\``,
+      '',
+      `Command: \`${command}\``,
+      '',
+      `Machine: ${cpus().length} cores (${cpu}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; load average at the end ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}.`,
+      `Database ${opts.db.replace(/\/\/[^@]*@/, '//')} (${world}); ${opts.connections} connections, ${opts.duration} s per scenario;`,
+      `API workers: ${opts.workers}. Latencies are autocannon's (whole milliseconds); errors are requests autocannon gave up on after 10 s. Run took ${Math.round((Date.now() - started) / 1000)} s, finished ${new Date().toISOString()}.`,
+      '',
+      '| scenario | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | API RSS MB | event-loop p99 ms | ratio to floor |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+      ...rows.map(
+        (r) =>
+          `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.max} | ${r.errors} | ${r.non2xx} | ${Number.isNaN(r.rss) ? '-' : r.rss} | ${Number.isNaN(r.elP99) ? '-' : r.elP99} | ${r.ratio} |`,
+      ),
+      '',
+      `Read scenarios together: ${reads.reduce((s, r) => s + r.rps, 0)} req/s summed over ${reads.length} scenarios.`,
+      '',
+      ...(likes.length === 0
+        ? ['Lemmy-style comparison skipped (`--like-runs 0`).']
+        : [
+            `Lemmy-style search on the same database (\`${opts.db.startsWith('sqlite:') ? "body LIKE '%term%'" : "body ILIKE '%term%'"}\` per term, public posts, newest 20, in process, ${opts.likeRuns} runs) against ours (GET /search over HTTP, sequential, same number of runs):`,
+            '',
+            '| query | ours p50 ms (HTTP) | LIKE p50 ms | LIKE p99 ms | LIKE rows | LIKE p50 / ours p50 |',
+            '|---|---|---|---|---|---|',
+            ...likes.map(
+              (l) =>
+                `| ${l.query} | ${l.oursP50} | ${l.likeP50} | ${l.likeP99} | ${l.matches} | ${round(l.likeP50 / l.oursP50, 1)} |`,
+            ),
+          ]),
+    ].join('\n');
+    writeSection(opts.out, opts.label, md);
+    console.log(md);
+    console.log(`wrote ${opts.out} (section ${opts.label})`);
+  } finally {
+    api.kill('SIGTERM');
+    floor.kill('SIGTERM');
+  }
+}
+
+await main();

@@ -1,0 +1,122 @@
+// The benchmark scenarios: each one is a request (or a rotation of requests) autocannon sends against the API.
+// Everything they address (a tag, a karma record, a user to mention) is looked up through the API first.
+import type autocannon from 'autocannon';
+import { vocabulary } from '../src/cli/seed/vocabulary.ts';
+import { BENCH_USERNAME, SEED_PASSWORD } from '../src/cli/seed/world.ts';
+
+/** One scenario: a request (or a rotation of them) driven by autocannon. */
+export interface Scenario {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  /** When set, each connection cycles through these requests instead of `path`. */
+  requests?: autocannon.Request[];
+  /** Search scenarios also timed against the LIKE '%term%' baseline; the terms of the query. */
+  likeTerms?: string[];
+}
+
+/** The 20 commonest words of the seeded English vocabulary, commonest first (what users type most). */
+export function commonestWords(): string[] {
+  return vocabulary('en', 20);
+}
+
+/** A rare word: one from the far tail of the seeded English vocabulary. */
+export function rareWord(): string {
+  const words = vocabulary('en', 20_000, 1);
+  return words[15_000] as string;
+}
+
+async function json(res: Response, what: string): Promise<Record<string, unknown>> {
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${what}: HTTP ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+/** Logs in as bench_user (password grant) and returns the access token. */
+export async function benchToken(base: string, client: { id: string; secret: string }): Promise<string> {
+  const res = await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      grant_type: 'password',
+      username: BENCH_USERNAME,
+      password: SEED_PASSWORD,
+      client_id: client.id,
+      client_secret: client.secret,
+    }),
+  });
+  const body = await json(res, 'password grant for bench_user');
+  return body.access_token as string;
+}
+
+/** Builds the scenario list against a running API on a seeded database. */
+export async function scenarios(base: string, client: { id: string; secret: string }): Promise<Scenario[]> {
+  const token = await benchToken(base, client);
+  const headers = { authorization: `Bearer ${token}` };
+  const get = async (path: string) => json(await fetch(`${base}${path}`, { headers }), `GET ${path}`);
+
+  const tags = await get(
+    '/tags?filterby[tag_type]=hashtag&sortby[associations_count]=desc&sortby[name]=asc&limit=1',
+  );
+  const tag = (tags.data as { uuid: string; name: string }[])[0];
+  if (!tag) throw new Error('the database has no hashtag: seed it first (npm run seed)');
+  const karma = await get('/karma?limit=1');
+  const record = (karma.data as { uuid: string }[])[0];
+  if (!record) throw new Error('bench_user has no karma record: seed the database first (npm run seed)');
+  const mentions = await get('/tags?filterby[tag_type]=mention&sortby[associations_count]=desc&limit=1');
+  const mentioned = (mentions.data as { name: string }[])[0]?.name ?? BENCH_USERNAME;
+
+  const common = commonestWords();
+  const rare = rareWord();
+  const q = (query: string) => `/search?query=${encodeURIComponent(query)}`;
+  const scenario = (name: string, path: string, likeTerms?: string[]): Scenario => ({
+    name,
+    method: 'GET',
+    path,
+    headers,
+    ...(likeTerms ? { likeTerms } : {}),
+  });
+  const list: Scenario[] = [
+    scenario('GET /tags/{uuid}', `/tags/${tag.uuid}`),
+    scenario(
+      'GET /tags filter + two sort keys',
+      '/tags?filterby[tag_type]=hashtag&sortby[associations_count]=desc&sortby[created_at]=asc&limit=20',
+    ),
+    scenario('GET /tag-associations by tag', `/tag-associations?filterby[tag_uuid]=${tag.uuid}&limit=20`),
+    scenario('GET /karma/{uuid}', `/karma/${record.uuid}`),
+    scenario(`GET /search rare word (${rare})`, q(rare), [rare]),
+    scenario('GET /search common word (love)', q('love'), ['love']),
+    {
+      ...scenario('GET /search 20 commonest words, rotating', q(common[0] as string)),
+      requests: common.map((w) => ({ method: 'GET', path: q(w), headers })),
+    },
+    scenario('GET /search two words (coffee morning)', q('coffee morning'), ['coffee', 'morning']),
+    scenario('GET /search prefix (mus)', q('mus'), ['mus']),
+    scenario('GET /search/types (coffee)', `/search/types?query=coffee&limit=5`),
+    scenario('GET /search/users prefix (ann)', '/search/users?query=ann'),
+    scenario('GET /search/complete (an)', '/search/complete?query=an'),
+    {
+      name: 'POST /posts with hashtags and a mention',
+      method: 'POST',
+      path: '/posts',
+      headers: { ...headers, 'content-type': 'application/json' },
+      requests: [
+        {
+          method: 'POST',
+          path: '/posts',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            body: `benchmark post about coffee and music #${tag.name} #benchmark @${mentioned}`,
+            visibility: 'public',
+            language: 'en',
+          }),
+        },
+      ],
+    },
+  ];
+  // The commonest-word rotation is compared with LIKE word by word too.
+  const rotation = list.find((s) => s.requests && s.method === 'GET');
+  if (rotation) rotation.likeTerms = common.slice(0, 5);
+  return list;
+}

@@ -1,0 +1,129 @@
+// `npm run seed -- --users N --posts N [--seed S] [--comments-per-post F] [--reactions-per-post F]
+//   [--friends-per-user F] [--messages-per-user F] [--batch N] [--bulk | --no-bulk] [--db URL]`: writes a deterministic synthetic world
+// (docs/benchmarks.md). DATABASE_URL comes from the configuration unless --db overrides it.
+import { sql } from 'kysely';
+import { ConfigError, loadConfig } from '../../config.ts';
+import type { Context } from '../../context.ts';
+import { connectDatabase } from '../../db/connect.ts';
+import { migrateToLatest } from '../../db/migrate.ts';
+import { EventBus } from '../../events/bus.ts';
+import { modules } from '../../modules/index.ts';
+import { Progress } from './progress.ts';
+import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldOptions } from './world.ts';
+
+const USAGE = `usage: npm run seed -- --users N --posts N [--seed S] [--comments-per-post F] [--reactions-per-post F]
+       [--friends-per-user F] [--messages-per-user F] [--media-per-user F] [--batch N] [--bulk | --no-bulk] [--db URL]`;
+
+/** Parses the flags; throws with the usage on anything unknown or malformed. */
+export function parseSeedArgs(argv: string[]): {
+  options: Omit<WorldOptions, 'bulk'>;
+  db: string | undefined;
+  bulk: boolean | undefined;
+} {
+  const numbers: Record<string, Exclude<keyof WorldOptions, 'bulk'>> = {
+    '--users': 'users',
+    '--posts': 'posts',
+    '--seed': 'seed',
+    '--comments-per-post': 'commentsPerPost',
+    '--reactions-per-post': 'reactionsPerPost',
+    '--friends-per-user': 'friendsPerUser',
+    '--messages-per-user': 'messagesPerUser',
+    '--media-per-user': 'mediaPerUser',
+    '--users-per-network': 'usersPerNetwork',
+    '--batch': 'batch',
+  };
+  const options: Omit<WorldOptions, 'bulk'> = { users: 1000, posts: 10_000, seed: 1, ...WORLD_DEFAULTS };
+  let db: string | undefined;
+  let bulk: boolean | undefined;
+  for (let i = 0; i < argv.length; i += 2) {
+    const flag = argv[i] as string;
+    if (flag === '--bulk' || flag === '--no-bulk') {
+      bulk = flag === '--bulk';
+      i--;
+      continue;
+    }
+    const value = argv[i + 1];
+    if (value === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+    if (flag === '--db') {
+      db = value;
+      continue;
+    }
+    const key = numbers[flag];
+    const n = Number(value);
+    if (!key || !Number.isFinite(n) || n < 0) throw new Error(`bad argument ${flag} ${value}\n${USAGE}`);
+    options[key] = n;
+  }
+  options.users = Math.max(1, Math.floor(options.users));
+  options.posts = Math.floor(options.posts);
+  options.batch = Math.max(1, Math.floor(options.batch));
+  return { options, db, bulk };
+}
+
+/**
+ * Seeds the database at `url` (migrating it first); refuses a database that already has users. `bulk` defaults to
+ * true on PostgreSQL (a round trip per row would take hours there) and false on SQLite (the API's own event path).
+ */
+export async function seedDatabase(
+  url: string,
+  options: Omit<WorldOptions, 'bulk'> & { bulk?: boolean },
+  onProgress?: (phase: string, done: number, total: number) => void,
+) {
+  const config = loadConfig(process.env, { DATABASE_URL: url });
+  // A bulk load: NORMAL keeps WAL consistent on a crash and skips the fsync of every batch commit.
+  const handle = connectDatabase(url, { synchronous: 'NORMAL', poolSize: 2, statementTimeoutMs: 600_000 });
+  try {
+    await migrateToLatest(handle.db, handle.dialect);
+    if (handle.dialect === 'sqlite') {
+      // Indexes keyed by user (karma, posts) take inserts all over the tree: a large page cache keeps them in memory.
+      await sql`PRAGMA cache_size = -1048576`.execute(handle.db);
+      await sql`PRAGMA wal_autocheckpoint = 20000`.execute(handle.db);
+    }
+    const existing = await handle.db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    if (Number(existing.n) > 0) {
+      throw new Error(`the database ${url} already has ${existing.n} users; seed an empty database`);
+    }
+    const ctx: Context = { db: handle.db, dialect: handle.dialect, config, bus: new EventBus() };
+    for (const m of modules) m.subscribe?.(ctx);
+    const started = Date.now();
+    const bulk = options.bulk ?? handle.dialect === 'postgres';
+    const counts = await new World(ctx, { ...options, bulk }).run(onProgress);
+    if (handle.dialect === 'postgres') await sql`ANALYZE`.execute(handle.db);
+    else {
+      await sql`ANALYZE`.execute(handle.db);
+      await sql`PRAGMA wal_checkpoint(TRUNCATE)`.execute(handle.db);
+    }
+    return { counts, bulk, seconds: (Date.now() - started) / 1000 };
+  } finally {
+    await handle.db.destroy();
+  }
+}
+
+async function main(): Promise<number> {
+  const { options, db, bulk } = parseSeedArgs(process.argv.slice(2));
+  const url = db ?? loadConfig().DATABASE_URL;
+  console.error(`seeding ${url.replace(/\/\/[^@]*@/, '//')}: ${JSON.stringify(options)}`);
+  const bars = new Map<string, { bar: Progress; done: number }>();
+  const { counts, seconds, ...rest } = await seedDatabase(url, { ...options, bulk }, (phase, done, total) => {
+    const entry = bars.get(phase) ?? { bar: new Progress(phase, total), done: 0 };
+    bars.set(phase, entry);
+    if (done === 0) return;
+    if (done >= total) entry.bar.finish();
+    else entry.bar.tick(done - entry.done);
+    entry.done = done;
+  });
+  console.log(JSON.stringify({ ...counts, bulk: rest.bulk, seconds, password: SEED_PASSWORD }));
+  return 0;
+}
+
+if (import.meta.main) {
+  main().then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(err instanceof ConfigError || err instanceof Error ? err.message : err);
+      process.exit(1);
+    },
+  );
+}
