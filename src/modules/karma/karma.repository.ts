@@ -37,19 +37,21 @@ export async function addToUserKarma(db: Db, userUuid: string, delta: number): P
 }
 
 /**
- * How many sources granted the user points under an event since a time and still net points (the daily cap counts
- * these): `add` records with points whose source has not been compensated by a `subtract` record. A record
- * without a source cannot be compensated and always counts.
+ * How many of the user's `add` records under `event` since `since` still net points (a source granted and then
+ * taken back no longer counts), counted only up to `cap`: the caller needs to know whether the cap is reached, and
+ * stopping there keeps the check cheap for users with thousands of records a day.
  */
 export async function countNettingAddRecordsSince(
   db: Db,
   userUuid: string,
   event: string,
   since: string,
+  cap: number,
 ): Promise<number> {
-  const row = await db
+  const netting = db
     .selectFrom('karma as k')
-    .select(sql<number>`count(distinct coalesce(k.source_uuid, k.uuid))`.as('n'))
+    .select(sql<string>`coalesce(k.source_uuid, k.uuid)`.as('source'))
+    .distinct()
     .where('k.user_uuid', '=', userUuid)
     .where('k.event', '=', event)
     .where('k.karma_type', '=', 'add')
@@ -59,6 +61,10 @@ export async function countNettingAddRecordsSince(
       sql<boolean>`(k.source_uuid is null or (select coalesce(sum(case when s.karma_type = 'add' then s.points else -s.points end), 0)
         from karma s where s.user_uuid = k.user_uuid and s.source_uuid = k.source_uuid) > 0)`,
     )
+    .limit(cap);
+  const row = await db
+    .selectFrom(netting.as('x'))
+    .select(sql<number>`count(*)`.as('n'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

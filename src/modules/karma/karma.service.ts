@@ -110,7 +110,7 @@ export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void>
   const rule = karmaRules(ctx)[g.rule];
   let points = rule.points;
   if (rule.dailyCap !== null) {
-    const today = await countNettingAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay());
+    const today = await countNettingAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay(), rule.dailyCap);
     if (today >= rule.dailyCap) points = 0;
   }
   const now = nowIso();
