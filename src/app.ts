@@ -50,9 +50,19 @@ export async function buildApp(
   validateEnabledOperations(config.ENABLED_OPERATIONS);
   const handle =
     options.handle ??
-    connectDatabase(config.DATABASE_URL, { synchronous: config.SQLITE_SYNCHRONOUS, poolSize: 10 });
+    connectDatabase(config.DATABASE_URL, {
+      synchronous: config.SQLITE_SYNCHRONOUS,
+      poolSize: 10,
+      readers: config.SQLITE_READERS,
+    });
   if (!options.skipMigrations) await migrateToLatest(handle.db, handle.dialect);
-  const ctx: Context = { db: handle.db, dialect: handle.dialect, config, bus: new EventBus() };
+  const ctx: Context = {
+    db: handle.db,
+    readDb: handle.readDb,
+    dialect: handle.dialect,
+    config,
+    bus: new EventBus(),
+  };
   for (const m of modules) m.subscribe?.(ctx);
 
   const app = Fastify({
@@ -116,6 +126,11 @@ export async function buildApp(
   for (const m of modules) if (m.routes) await app.register(m.routes, { ctx });
   for (const m of modules) await m.start?.(ctx, app.log);
 
-  if (!options.handle) app.addHook('onClose', async () => handle.db.destroy());
+  if (!options.handle) {
+    app.addHook('onClose', async () => {
+      if (handle.readDb !== handle.db) await handle.readDb.destroy();
+      await handle.db.destroy();
+    });
+  }
   return { app, ctx };
 }

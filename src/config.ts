@@ -173,6 +173,12 @@ export const variables = {
     description: 'SQLite synchronous mode; FULL makes acknowledged writes survive power loss.',
     parse: synchronous,
   },
+  SQLITE_READERS: {
+    default: '2',
+    description:
+      'Worker threads, each with a read-only SQLite connection, that run searches and list pages off the event loop (0: all queries on the main thread; ignored on PostgreSQL and in-memory SQLite).',
+    parse: int(0, 64),
+  },
   ACCESS_TOKEN_TTL_SECONDS: {
     default: '3600',
     description: 'Lifetime of access tokens.',

@@ -101,7 +101,7 @@ let counter = 0;
 export async function startTestApp(dialect: TestDialect, overrides: Partial<Config> = {}): Promise<TestApp> {
   const { url, drop } = await dialect.create();
   const config = loadConfig({}, { DATABASE_URL: url, LOG_LEVEL: 'silent', ...overrides });
-  const handle = connectDatabase(url, { synchronous: 'NORMAL', poolSize: 5 });
+  const handle = connectDatabase(url, { synchronous: 'NORMAL', poolSize: 5, readers: config.SQLITE_READERS });
   await migrateToLatest(handle.db, handle.dialect);
   const { app, ctx } = await buildApp(config, { handle, skipMigrations: true, logger: false });
   await app.ready();
@@ -150,6 +150,7 @@ export async function startTestApp(dialect: TestDialect, overrides: Partial<Conf
     },
     async close() {
       await app.close();
+      if (handle.readDb !== handle.db) await handle.readDb.destroy();
       await handle.db.destroy();
       await drop();
     },

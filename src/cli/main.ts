@@ -28,7 +28,13 @@ async function main(argv: string[]): Promise<number> {
   try {
     const ran = await migrateToLatest(handle.db, handle.dialect);
     if (ran.length > 0) console.log(`migrated: ${ran.join(', ')}`);
-    const ctx: Context = { db: handle.db, dialect: handle.dialect, config, bus: new EventBus() };
+    const ctx: Context = {
+      db: handle.db,
+      readDb: handle.db,
+      dialect: handle.dialect,
+      config,
+      bus: new EventBus(),
+    };
     // Writes from the CLI have the same consequences (karma, tags) as writes through the API.
     for (const m of modules) m.subscribe?.(ctx);
     return await command.run(ctx, args);

@@ -3,11 +3,17 @@ import { dirname } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database, Dialect } from './database.ts';
+import { ReaderPool, ReaderPoolDialect } from './reader-pool.ts';
 import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-driver.ts';
 
 /** An open database with the engine it runs on. */
 export interface DbHandle {
   db: Kysely<Database>;
+  /**
+   * For heavy reads outside transactions: on a SQLite file with readers > 0 a pool of read-only connections on
+   * worker threads (SELECT only); otherwise the same instance as db. Destroy it too when it is not db.
+   */
+  readDb: Kysely<Database>;
   dialect: Dialect;
   /** The SQLite file path, or undefined for PostgreSQL and in-memory databases. */
   sqlitePath: string | undefined;
@@ -24,6 +30,8 @@ export interface ConnectOptions {
   synchronous?: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA';
   poolSize?: number;
   statementTimeoutMs?: number;
+  /** SQLite files only: reader threads behind readDb (0, the default: readDb is db). */
+  readers?: number;
 }
 
 /** Opens the database named by a DATABASE_URL (sqlite:PATH or postgres://...). */
@@ -32,8 +40,16 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     const path = url.slice('sqlite:'.length) || ':memory:';
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const database = new NodeSqliteDatabase({ path, synchronous: options.synchronous ?? 'FULL' });
+    const db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }) });
+    // An in-memory database belongs to its one connection, so no other thread can read it.
+    const readers = path === ':memory:' ? 0 : (options.readers ?? 0);
+    const readDb =
+      readers > 0
+        ? new Kysely<Database>({ dialect: new ReaderPoolDialect(new ReaderPool({ path, size: readers })) })
+        : db;
     return {
-      db: new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }) }),
+      db,
+      readDb,
       dialect: 'sqlite',
       sqlitePath: path === ':memory:' ? undefined : path,
     };
@@ -51,8 +67,10 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
   // A client checked out of the pool has no error listener: a backend terminated mid-query (restart, failover,
   // pg_terminate_backend) would emit an unhandled 'error' and kill the process. The query itself still rejects.
   pool.on('connect', (client) => client.on('error', () => {}));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
-    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+    db,
+    readDb: db,
     dialect: 'postgres',
     sqlitePath: undefined,
   };

@@ -85,7 +85,13 @@ export async function seedDatabase(
     if (Number(existing.n) > 0) {
       throw new Error(`the database ${url} already has ${existing.n} users; seed an empty database`);
     }
-    const ctx: Context = { db: handle.db, dialect: handle.dialect, config, bus: new EventBus() };
+    const ctx: Context = {
+      db: handle.db,
+      readDb: handle.db,
+      dialect: handle.dialect,
+      config,
+      bus: new EventBus(),
+    };
     for (const m of modules) m.subscribe?.(ctx);
     const started = Date.now();
     const bulk = options.bulk ?? handle.dialect === 'postgres';

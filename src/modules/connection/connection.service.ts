@@ -128,7 +128,7 @@ export async function listConnections(
   query: Record<string, unknown>,
 ): Promise<{ data: Connection[]; count: Count }> {
   const lq = parseListQuery(query, CONNECTION_WHITELIST, LIST_MAX_OFFSET);
-  const { rows, total } = await repo.listConnectionsOfUser(ctx.db, userUuid, lq);
+  const { rows, total } = await repo.listConnectionsOfUser(ctx.readDb, userUuid, lq);
   return { data: rows.map(toConnection), count: { offset: lq.offset, limit: lq.limit, total } };
 }
 

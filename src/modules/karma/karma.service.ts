@@ -318,8 +318,8 @@ export async function listKarma(
 ): Promise<{ data: Karma[]; count: { offset: number; limit: number; total: number } }> {
   const lq: ListQuery = parseListQuery(query, KARMA_WHITELIST, LIST_MAX_OFFSET);
   const [rows, total] = await Promise.all([
-    listKarmaOfUser(ctx.db, userUuid, lq),
-    countKarmaOfUser(ctx.db, userUuid, lq),
+    listKarmaOfUser(ctx.readDb, userUuid, lq),
+    countKarmaOfUser(ctx.readDb, userUuid, lq),
   ]);
   return { data: rows.map(toKarma), count: { offset: lq.offset, limit: lq.limit, total } };
 }

@@ -84,7 +84,7 @@ export async function listMessages(
   query: { offset?: number; page?: number; limit?: number },
 ): Promise<{ data: Message[]; count: Count }> {
   const window = resolveWindow(query, LIST_MAX_OFFSET);
-  const { rows, total } = await repo.listMessagesOfUser(ctx.db, userUuid, window);
+  const { rows, total } = await repo.listMessagesOfUser(ctx.readDb, userUuid, window);
   return { data: rows.map(toMessage), count: { ...window, total } };
 }
 

@@ -116,7 +116,7 @@ async function typoMatches(ctx: Context, terms: string[], kinds: string[]): Prom
   const out = new Map<string, number>();
   if (kinds.length === 0 || !terms.some((t) => allowedEdits([...t].length) > 0)) return out;
   const candidates = await repo.findNameCandidates(
-    ctx.db,
+    ctx.readDb,
     ctx.dialect,
     kinds,
     candidateTrigrams(terms),
@@ -141,7 +141,7 @@ async function docTypos(ctx: Context, terms: string[], scope: Scope, exact: DocR
     .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
     .slice(0, TYPO_MAX * 2)
     .map(([u]) => u);
-  const refs = await repo.findDocsInScope(ctx.db, uuids, scope);
+  const refs = await repo.findDocsInScope(ctx.readDb, uuids, scope);
   return refs
     .sort((a, b) => (distances.get(a.uuid) ?? 0) - (distances.get(b.uuid) ?? 0) || b.id - a.id)
     .slice(0, TYPO_MAX);
@@ -217,7 +217,7 @@ async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
   for (const r of refs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r.uuid]);
   const objects = new Map<string, Item>();
   for (const [kind, uuids] of byKind) {
-    const rows = (await repo.findRowsByUuids(ctx.db, kind, uuids)) as Record<string, unknown>[];
+    const rows = (await repo.findRowsByUuids(ctx.readDb, kind, uuids)) as Record<string, unknown>[];
     for (const row of rows) objects.set(row.uuid as string, toItem(kind, row));
   }
   return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
@@ -245,9 +245,9 @@ function toItem(kind: DocKind, row: Record<string, unknown>): Item {
  * (as GET /tags gives them). The tag module keeps its mapper private, so its shape is repeated here.
  */
 async function hydrateTags(ctx: Context, viewer: string | null, uuids: string[]): Promise<ApiTag[]> {
-  const rows = (await repo.findRowsByUuids(ctx.db, 'tag', uuids)) as TagTable[];
+  const rows = (await repo.findRowsByUuids(ctx.readDb, 'tag', uuids)) as TagTable[];
   const newest = await findNewestAssociationUuids(
-    ctx.db,
+    ctx.readDb,
     rows.map((r) => r.uuid),
     ASSOCIATIONS_IN_TAG,
     viewer,
@@ -287,7 +287,7 @@ async function hashtagUuids(
   const column = order.property as 'relevance' | 'created_at' | 'updated_at';
   const fetch = (offset: number, limit: number) =>
     repo.findHashtagsByPrefix(
-      ctx.db,
+      ctx.readDb,
       ctx.dialect,
       viewer,
       key,
@@ -302,7 +302,7 @@ async function hashtagUuids(
     const distances = await typoMatches(ctx, terms, ['hashtag']);
     const known = new Set(exact);
     const visible = await repo.findVisibleHashtags(
-      ctx.db,
+      ctx.readDb,
       [...distances.keys()].filter((u) => !known.has(u)),
       viewer,
     );
@@ -440,16 +440,16 @@ async function mentionUuids(ctx: Context, viewer: string | null, query: string, 
   const exclude = viewer ? [viewer] : [];
   const fetch = async (offset: number, limit: number): Promise<string[]> => {
     if (!viewer) {
-      return repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, { offset, limit, exclude });
+      return repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, { offset, limit, exclude });
     }
-    const friends = await repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, {
+    const friends = await repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, {
       friendsOf: viewer,
       offset: 0,
       limit: offset + limit,
     });
     const page = friends.slice(offset, offset + limit);
     if (friends.length >= offset + limit) return page;
-    const others = await repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, {
+    const others = await repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, {
       notFriendsOf: viewer,
       exclude,
       offset: Math.max(0, offset - friends.length),
@@ -500,10 +500,10 @@ export async function complete(
   const prefix = usernamePrefix(fold(params.query));
   const users =
     prefix !== ''
-      ? await repo.findUsersByUsernamePrefix(ctx.db, ctx.dialect, prefix, { offset: 0, limit })
+      ? await repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, { offset: 0, limit })
       : [];
   const networks = await repo.findMatchesById(
-    ctx.db,
+    ctx.readDb,
     ctx.dialect,
     { terms },
     { kinds: ['network'], viewer },

@@ -87,8 +87,8 @@ export async function listAssociations(ctx: Context, query: Record<string, unkno
   const lq = parseListQuery(query, ASSOCIATION_WHITELIST, LIST_MAX_OFFSET);
   const language = typeof query.language === 'string' ? query.language : undefined;
   const [rows, total] = await Promise.all([
-    listAssociationRows(ctx.db, lq, language, viewer),
-    countAssociationRows(ctx.db, lq, language, viewer),
+    listAssociationRows(ctx.readDb, lq, language, viewer),
+    countAssociationRows(ctx.readDb, lq, language, viewer),
   ]);
   return { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
 }

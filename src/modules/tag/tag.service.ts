@@ -85,11 +85,11 @@ export async function getTag(ctx: Context, uuid: string, viewer: string | null):
 export async function listTags(ctx: Context, query: Record<string, unknown>, viewer: string | null) {
   const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
   const [rows, total] = await Promise.all([
-    listTagRows(ctx.db, lq, viewer),
-    countTagRows(ctx.db, lq, viewer),
+    listTagRows(ctx.readDb, lq, viewer),
+    countTagRows(ctx.readDb, lq, viewer),
   ]);
   return {
-    data: await toApiTags(ctx.db, rows, viewer),
+    data: await toApiTags(ctx.readDb, rows, viewer),
     count: { offset: lq.offset, limit: lq.limit, total },
   };
 }
@@ -249,17 +249,17 @@ export async function trendingHashtags(
   const currentHour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
   const startMs = currentHour - (options.window - 1) * HOUR_MS;
   const since = new Date(startMs).toISOString();
-  const ranked = await findTrendingHashtags(ctx.db, since, options.limit);
+  const ranked = await findTrendingHashtags(ctx.readDb, since, options.limit);
   if (ranked.length === 0) return [];
   const uuids = ranked.map((r) => r.uuid);
-  const hourly = await findHourlyUses(ctx.db, ctx.dialect, uuids, since);
+  const hourly = await findHourlyUses(ctx.readDb, ctx.dialect, uuids, since);
   const byTagHour = new Map(hourly.map((h) => [`${h.tag_uuid}|${h.hour}`, h.uses]));
   const rows: TagRow[] = [];
   for (const u of uuids) {
-    const row = await findTagByUuid(ctx.db, u);
+    const row = await findTagByUuid(ctx.readDb, u);
     if (row) rows.push(row);
   }
-  const tags = new Map((await toApiTags(ctx.db, rows, viewer)).map((t) => [t.uuid, t]));
+  const tags = new Map((await toApiTags(ctx.readDb, rows, viewer)).map((t) => [t.uuid, t]));
   const out: TrendingTag[] = [];
   for (const r of ranked) {
     const tag = tags.get(r.uuid);

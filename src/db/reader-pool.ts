@@ -1,0 +1,215 @@
+import { Worker } from 'node:worker_threads';
+import {
+  type CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely';
+import type { ReaderRequest, ReaderResponse } from './reader-worker.ts';
+
+/** Options of a pool of read-only SQLite connections, each on its own thread. */
+export interface ReaderPoolOptions {
+  path: string;
+  size: number;
+  busyTimeoutMs?: number;
+}
+
+interface Job {
+  request: ReaderRequest;
+  resolve: (rows: unknown[]) => void;
+  reject: (err: Error) => void;
+}
+
+interface Reader {
+  worker: Worker;
+  job: Job | undefined;
+}
+
+// Only reads go to the pool: a statement starting with SELECT or WITH (the connections are read-only as well).
+const READ_ONLY_SQL = /^\s*(select|with)\b/i;
+
+/** An error shaped like node:sqlite's, so the error handler maps it the same way (SQLITE_BUSY -> 503). */
+function sqliteError(e: { message: string; code?: string; errcode?: number; errstr?: string }): Error {
+  return Object.assign(new Error(e.message), {
+    code: e.code ?? 'ERR_SQLITE_ERROR',
+    errcode: e.errcode ?? 1,
+    errstr: e.errstr ?? 'SQL logic error',
+  });
+}
+
+/**
+ * Runs SELECTs on worker threads, each with its own read-only connection to the same WAL file, so a slow read
+ * (ranked search, deep sorted page) no longer blocks the event loop: node:sqlite is synchronous.
+ */
+export class ReaderPool {
+  readonly #options: ReaderPoolOptions;
+  readonly #readers: Reader[] = [];
+  readonly #queue: Job[] = [];
+  #nextId = 1;
+  #closed = false;
+
+  constructor(options: ReaderPoolOptions) {
+    this.#options = options;
+  }
+
+  /** Runs one read-only statement on a free reader and resolves with its rows as plain objects. */
+  query(sql: string, parameters: ReadonlyArray<unknown>): Promise<unknown[]> {
+    if (this.#closed) return Promise.reject(new Error('The reader pool is closed.'));
+    if (!READ_ONLY_SQL.test(sql)) {
+      return Promise.reject(new Error('The reader pool runs only SELECT statements; use ctx.db for writes.'));
+    }
+    return new Promise((resolve, reject) => {
+      this.#queue.push({
+        request: { id: this.#nextId++, sql, parameters: [...parameters] },
+        resolve,
+        reject,
+      });
+      this.#dispatch();
+    });
+  }
+
+  /** Stops every worker; queued and running queries are rejected. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const job of this.#queue.splice(0)) job.reject(new Error('The reader pool is closed.'));
+    const readers = this.#readers.splice(0);
+    await Promise.all(readers.map((r) => r.worker.terminate()));
+    for (const r of readers) r.job?.reject(new Error('The reader pool is closed.'));
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      const reader = this.#readers.find((r) => r.job === undefined) ?? this.#spawn();
+      if (!reader) return;
+      const job = this.#queue.shift() as Job;
+      reader.job = job;
+      // A running query keeps the process alive like any pending I/O; an idle reader does not (see #spawn).
+      reader.worker.ref();
+      reader.worker.postMessage(job.request);
+    }
+  }
+
+  // Workers start on first use, so an app that never reads through the pool costs no threads.
+  #spawn(): Reader | undefined {
+    if (this.#readers.length >= this.#options.size) return undefined;
+    const worker = new Worker(new URL('./reader-worker.ts', import.meta.url), {
+      workerData: { path: this.#options.path, busyTimeoutMs: this.#options.busyTimeoutMs ?? 5000 },
+    });
+    // An idle pool must not keep the process alive (a CLI or test that forgets to close it still exits).
+    worker.unref();
+    const reader: Reader = { worker, job: undefined };
+    worker.on('message', (response: ReaderResponse) => {
+      const job = reader.job;
+      if (!job || job.request.id !== response.id) return;
+      reader.job = undefined;
+      worker.unref();
+      if ('error' in response) job.reject(sqliteError(response.error));
+      else job.resolve(response.rows);
+      this.#dispatch();
+    });
+    const lost = (err: Error) => {
+      const index = this.#readers.indexOf(reader);
+      if (index < 0) return;
+      this.#readers.splice(index, 1);
+      // A dead reader's query fails like an unopenable database (503); the next query starts a new reader.
+      reader.job?.reject(
+        sqliteError({
+          message: `A database reader stopped: ${err.message}`,
+          errcode: 14,
+          errstr: 'unable to open',
+        }),
+      );
+      reader.job = undefined;
+      if (!this.#closed) this.#dispatch();
+    };
+    worker.on('error', lost);
+    worker.on('exit', (code) => lost(new Error(`exit code ${code}`)));
+    this.#readers.push(reader);
+    return reader;
+  }
+}
+
+class ReaderConnection implements DatabaseConnection {
+  readonly #pool: ReaderPool;
+
+  constructor(pool: ReaderPool) {
+    this.#pool = pool;
+  }
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const rows = await this.#pool.query(compiledQuery.sql, compiledQuery.parameters);
+    return { rows: rows as R[] };
+  }
+
+  async *streamQuery<R>(
+    compiledQuery: CompiledQuery,
+    chunkSize: number,
+  ): AsyncIterableIterator<QueryResult<R>> {
+    const { rows } = await this.executeQuery<R>(compiledQuery);
+    for (let i = 0; i < rows.length; i += chunkSize) yield { rows: rows.slice(i, i + chunkSize) };
+  }
+}
+
+class ReaderPoolDriver implements Driver {
+  readonly #pool: ReaderPool;
+  readonly #connection: ReaderConnection;
+
+  constructor(pool: ReaderPool) {
+    this.#pool = pool;
+    this.#connection = new ReaderConnection(pool);
+  }
+
+  async init(): Promise<void> {}
+
+  // One shared connection object: each query goes to whichever worker is free, so there is nothing to check out.
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return this.#connection;
+  }
+
+  async beginTransaction(): Promise<void> {
+    throw new Error('The reader pool has no transactions; use ctx.db inside a transaction.');
+  }
+
+  async commitTransaction(): Promise<void> {}
+
+  async rollbackTransaction(): Promise<void> {}
+
+  async releaseConnection(): Promise<void> {}
+
+  async destroy(): Promise<void> {
+    await this.#pool.close();
+  }
+}
+
+/** A Kysely dialect whose queries run on a ReaderPool (SQLite SQL, read-only, no transactions). */
+export class ReaderPoolDialect implements Dialect {
+  readonly #pool: ReaderPool;
+
+  constructor(pool: ReaderPool) {
+    this.#pool = pool;
+  }
+
+  createDriver(): Driver {
+    return new ReaderPoolDriver(this.#pool);
+  }
+
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter();
+  }
+
+  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}

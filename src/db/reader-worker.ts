@@ -1,0 +1,35 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { NodeSqliteDatabase } from './sqlite-driver.ts';
+
+/** What the pool sends: one SELECT and its parameters. */
+export interface ReaderRequest {
+  id: number;
+  sql: string;
+  parameters: unknown[];
+}
+
+/** What the worker answers: the rows, or the error's message and SQLite codes. */
+export type ReaderResponse =
+  | { id: number; rows: unknown[] }
+  | { id: number; error: { message: string; code?: string; errcode?: number; errstr?: string } };
+
+const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: number };
+// Read-only: a statement that slipped past the pool's SELECT check still cannot write (SQLITE_READONLY).
+const database = new NodeSqliteDatabase({ path, synchronous: 'NORMAL', busyTimeoutMs, readOnly: true });
+
+parentPort?.on('message', (request: ReaderRequest) => {
+  let response: ReaderResponse;
+  try {
+    const stmt = database.prepare(request.sql);
+    if (!stmt.reader) throw new Error('The reader pool runs only statements that return rows.');
+    // Binding (Date -> ISO, boolean -> 1/0, undefined -> NULL) and plain rows come from the shared driver code.
+    response = { id: request.id, rows: stmt.all(request.parameters) };
+  } catch (err) {
+    const e = err as { message?: string; code?: string; errcode?: number; errstr?: string };
+    response = {
+      id: request.id,
+      error: { message: String(e.message ?? err), code: e.code, errcode: e.errcode, errstr: e.errstr },
+    };
+  }
+  parentPort?.postMessage(response);
+});

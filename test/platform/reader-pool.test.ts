@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Fastify from 'fastify';
+import { Kysely, sql } from 'kysely';
+import type { Database } from '../../src/db/database.ts';
+import { ReaderPool, ReaderPoolDialect } from '../../src/db/reader-pool.ts';
+import { installErrorHandler } from '../../src/http/error-handler.ts';
+import { body, startTestApp, type TestApp, testDialects } from '../helper.ts';
+
+// A SELECT that takes a few hundred milliseconds of pure CPU in SQLite.
+const SLOW_SELECT = sql<{ n: number }>`
+  with recursive c(x) as (select 1 union all select x + 1 from c where x < 5000000)
+  select count(*) as n from c where x % 7 = 3`;
+
+for (const dialect of testDialects()) {
+  describe(`reader pool [${dialect.name}]`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp(dialect);
+    });
+    after(async () => t?.close());
+
+    it('uses worker readers for a SQLite file and the same instance on PostgreSQL', () => {
+      if (dialect.name === 'sqlite') assert.notEqual(t.ctx.readDb, t.ctx.db);
+      else assert.equal(t.ctx.readDb, t.ctx.db);
+    });
+
+    it('gives the same rows through readDb as through db, including a row committed just before', async () => {
+      const user = await t.createUser();
+      const query = (db: Kysely<Database>) =>
+        db.selectFrom('users').select(['uuid', 'username', 'karma', 'created_at']).orderBy('uuid').execute();
+      const viaPool = await query(t.ctx.readDb);
+      assert.deepEqual(viaPool, await query(t.ctx.db));
+      assert.ok(viaPool.some((u) => u.uuid === user.uuid));
+      if (dialect.name !== 'sqlite') return;
+      // Bound values follow the main driver's rules: booleans as 1/0, dates as ISO text, undefined as NULL.
+      const bound = await sql<{
+        b: number;
+        d: string;
+        u: null;
+      }>`select ${true} as b, ${new Date(0)} as d, ${undefined} as u`.execute(t.ctx.readDb);
+      assert.deepEqual({ ...bound.rows[0] }, { b: 1, d: '1970-01-01T00:00:00.000Z', u: null });
+    });
+
+    it('lists a message right after it was sent (read-your-writes through HTTP)', async () => {
+      const alice = await t.createUser();
+      const bob = await t.createUser();
+      const sent = await t.inject({
+        method: 'POST',
+        url: '/messages',
+        token: alice.token,
+        payload: { recipient_uuid: bob.uuid, body: 'hello through the pool' },
+      });
+      assert.ok(sent.statusCode < 300, sent.body);
+      const uuid = body(sent).data.uuid;
+      for (const who of [alice, bob]) {
+        const list = await t.inject({ method: 'GET', url: '/messages', token: who.token });
+        assert.equal(list.statusCode, 200);
+        assert.ok(body(list).data.some((m: { uuid: string }) => m.uuid === uuid));
+      }
+    });
+
+    it('refuses anything but a SELECT on the pool', { skip: dialect.name !== 'sqlite' }, async () => {
+      await assert.rejects(sql`delete from users`.execute(t.ctx.readDb), /only SELECT/);
+      await assert.rejects(
+        t.ctx.readDb.transaction().execute(async () => 1),
+        /no transactions/,
+      );
+      const left = await t.ctx.db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      assert.ok(Number(left.n) > 0);
+    });
+
+    it('returns a worker error as a SQLite error and keeps serving', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      await assert.rejects(sql`select * from no_such_table`.execute(t.ctx.readDb), (err: unknown) => {
+        const e = err as { code?: string; errcode?: number; message?: string };
+        assert.equal(e.code, 'ERR_SQLITE_ERROR');
+        assert.equal(e.errcode, 1);
+        assert.match(String(e.message), /no such table/);
+        return true;
+      });
+      const res = await t.inject({ method: 'GET', url: '/tags', token: t.guest });
+      assert.equal(res.statusCode, 200);
+    });
+
+    it('answers 503, not a crash, when a reader cannot open the database', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      // A reader on a file that does not exist dies at start (SQLITE_CANTOPEN); the pool is the production class.
+      const path = t.url.slice('sqlite:'.length).replace(/test\.db$/, 'missing.db');
+      const readDb = new Kysely<Database>({
+        dialect: new ReaderPoolDialect(new ReaderPool({ path, size: 1 })),
+      });
+      const app = Fastify({ logger: false });
+      installErrorHandler(app);
+      app.get('/probe', async () => (await sql`select 1 as n`.execute(readDb)).rows);
+      try {
+        for (let i = 0; i < 2; i++) {
+          const res = await app.inject({ method: 'GET', url: '/probe' });
+          assert.equal(res.statusCode, 503, res.body);
+          assert.equal(body(res).error.code, 'unavailable');
+        }
+      } finally {
+        await app.close();
+        await readDb.destroy();
+      }
+    });
+
+    it('keeps the event loop free while a slow read runs on the pool', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      let maxDrift = 0;
+      let last = performance.now();
+      const timer = setInterval(() => {
+        const now = performance.now();
+        maxDrift = Math.max(maxDrift, now - last - 5);
+        last = now;
+      }, 5);
+      const started = performance.now();
+      const [slow] = await Promise.all([SLOW_SELECT.execute(t.ctx.readDb), sleep(20)]);
+      const took = performance.now() - started;
+      clearInterval(timer);
+      assert.ok(Number(slow.rows[0]?.n) > 0);
+      assert.ok(took > 300, `the slow SELECT took only ${took.toFixed(0)} ms; make it slower`);
+      assert.ok(
+        maxDrift < 50,
+        `event loop stalled ${maxDrift.toFixed(0)} ms during a ${took.toFixed(0)} ms read`,
+      );
+    });
+  });
+}
