@@ -8,3 +8,12 @@ export function isUniqueViolation(err: unknown): boolean {
   const errcode = Number(e?.errcode);
   return errcode === 2067 || errcode === 1555 || /UNIQUE constraint failed/i.test(String(e?.message ?? ''));
 }
+
+/**
+ * Whether a database error is a foreign-key violation, on either engine: PostgreSQL SQLSTATE 23503; node:sqlite's
+ * SQLITE_CONSTRAINT_FOREIGNKEY (787). Reached when an item a write refers to is deleted by a concurrent request.
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; errcode?: unknown } | null | undefined;
+  return e?.code === '23503' || Number(e?.errcode) === 787;
+}

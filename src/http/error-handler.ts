@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isForeignKeyViolation } from '../db/errors.ts';
 import { nowSeconds } from './envelope.ts';
 import { ApiError, type ErrorDetail } from './errors.ts';
 
@@ -297,6 +298,18 @@ export function installErrorHandler(app: FastifyInstance): void {
         return reply
           .status(400)
           .send(errorBody('invalid_request', 'The request could not be parsed.', request.id));
+      }
+      if (isForeignKeyViolation(error)) {
+        // The services check what a write refers to; a violation here means a concurrent request removed it.
+        return reply
+          .status(409)
+          .send(
+            errorBody(
+              'conflict',
+              'An item this request refers to (for example your account or the target) was removed while the request ran; nothing was changed. Check that it still exists and retry.',
+              request.id,
+            ),
+          );
       }
       if (isUnavailable(error as never)) {
         request.log.error({ err: error }, 'storage unavailable');

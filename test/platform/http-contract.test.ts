@@ -45,6 +45,22 @@ for (const dialect of testDialects()) {
       assert.equal(body(res).error.code, 'not_found');
     });
 
+    it('answers a write whose referenced item vanished meanwhile with 409 conflict, storing nothing', async () => {
+      // A concurrent delete between the checks and the insert surfaces as a foreign-key violation; simulate one.
+      const user = await t.createUser();
+      let armed = true;
+      t.ctx.bus.on(['networkCreated'], async (trx) => {
+        if (!armed) return;
+        armed = false;
+        await trx.insertInto('friends').values({ user_uuid: user.uuid, friend_uuid: 'no-such-user' }).execute();
+      });
+      const res = await t.inject({ method: 'POST', url: '/networks', token: user.token, payload: { name: 'n' } });
+      assert.equal(res.statusCode, 409, res.body);
+      assert.equal(body(res).error.code, 'conflict');
+      const rows = await t.ctx.db.selectFrom('networks').select('uuid').execute();
+      assert.equal(rows.length, 0);
+    });
+
     it('echoes a safe incoming X-Request-Id and replaces an unsafe one', async () => {
       const good = await t.inject({ method: 'GET', url: '/health', headers: { 'x-request-id': 'abc-123' } });
       assert.equal(good.headers['x-request-id'], 'abc-123');
