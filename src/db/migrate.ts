@@ -5,6 +5,7 @@ import { coreMigration } from './migrations/0001-core.ts';
 import { karmaSourceMigration } from './migrations/0002-karma-source.ts';
 import { searchMigration } from './migrations/0002-search.ts';
 import { searchFoldMigration } from './migrations/0003-search-fold.ts';
+import { listIndexesMigration } from './migrations/0004-list-indexes.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -13,6 +14,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0002-karma-source': karmaSourceMigration(),
     '0002-search': searchMigration(dialect),
     '0003-search-fold': searchFoldMigration(dialect),
+    '0004-list-indexes': listIndexesMigration(dialect),
   };
 }
 

@@ -1,8 +1,11 @@
 import { Type } from 'typebox';
 import { ApiError, type ErrorDetail } from './errors.ts';
 
-/** Largest offset a list accepts; deeper pages are a scan nobody needs (searches use SEARCH_MAX_OFFSET). */
-export const LIST_MAX_OFFSET = 100_000;
+/**
+ * Largest offset a list accepts, as for searches (SEARCH_MAX_OFFSET): every skipped row is still read, checked for
+ * visibility and dropped, so deeper pages cost more than they are worth; narrow the filter instead.
+ */
+export const LIST_MAX_OFFSET = 10_000;
 
 /** Query-string properties of paging, for route schemas. */
 export function pagingQuery(limitMax: number) {
@@ -44,7 +47,7 @@ export function resolveWindow(
   if (offset > maxOffset) {
     details.push({
       field: query.page !== undefined ? 'page' : 'offset',
-      message: `the offset may be at most ${maxOffset}; narrow the query instead of paging deeper`,
+      message: `the offset may be at most ${maxOffset}; narrow the filter (filterby, e.g. a created_at range) or reverse the sort instead of paging deeper`,
     });
   }
   if (details.length > 0) {

@@ -78,7 +78,7 @@ describe('list query engine: every branch', () => {
     const second = parseListQuery(
       {
         filterby: {
-          user_uuid: { eq: 'AAAAAAAA-AAAA-7AAA-8AAA-AAAAAAAAAAAA', like: '%aa%' },
+          user_uuid: { eq: 'AAAAAAAA-AAAA-7AAA-8AAA-AAAAAAAAAAAA', like: 'AA%' },
           kind: 'a',
           tag: { eq: 'x', like: 'X%' },
         },
@@ -99,7 +99,7 @@ describe('list query engine: every branch', () => {
         { column: 'points', op: 'lt', value: 2147483647 },
         { column: 'created_at', op: 'le', value: '2026-01-31T12:00:00.000Z' },
         { column: 'user_uuid', op: 'eq', value: 'aaaaaaaa-aaaa-7aaa-8aaa-aaaaaaaaaaaa' },
-        { column: 'user_uuid', op: 'like', value: '%aa%' },
+        { column: 'user_uuid', op: 'like', value: 'aa%' },
         { column: 'kind', op: 'eq', value: 'a' },
         { column: 'tag', op: 'eq', value: 'x' },
         { column: 'tag', op: 'like', value: 'n:X%' },

@@ -201,9 +201,17 @@ for (const dialect of testDialects()) {
       assert.equal(byUser.count.total, 2);
       const like = await get(
         t,
-        `/tag-associations?filterby[user_uuid][like]=%25${bob.uuid.slice(-12).toUpperCase()}`,
+        `/tag-associations?filterby[user_uuid][like]=${bob.uuid.slice(0, 30).toUpperCase()}%25`,
       );
       assert.equal(like.count.total, 2, 'like ignores case');
+      // uuids match by prefix only: a leading wildcard would read the whole table.
+      const leading = await t.inject({
+        method: 'GET',
+        url: `/tag-associations?filterby[user_uuid][like]=%25${bob.uuid.slice(-12)}`,
+        token: t.guest,
+      });
+      assert.equal(leading.statusCode, 400);
+      assert.match(body(leading).error.message, /matched by prefix/);
       assert.equal((await get(t, '/tag-associations?filterby[target_type]=post')).count.total, 7);
       assert.equal((await get(t, '/tag-associations?filterby[target_type][ne]=post')).count.total, 0);
       const firstPost = await get(

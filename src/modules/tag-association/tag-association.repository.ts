@@ -99,11 +99,12 @@ export async function findAssociationByKey(
 function listBase(db: Db, lq: ListQuery, language: string | undefined, viewer: string | null) {
   const q = db
     .selectFrom('tag_associations as ta')
-    .where(targetVisibleTo(viewer))
     .$if(language !== undefined && lq.uuids === undefined, (qb) =>
       qb.where('ta.language', '=', language ?? ''),
     );
-  return applyFilters(q, lq, 'uuid');
+  // The filters come before the visibility rule: SQLite tests the terms in order, and the rule's subqueries are the
+  // expensive part, so a row a filter drops is never checked for visibility.
+  return applyFilters(q, lq, 'uuid').where(targetVisibleTo(viewer));
 }
 
 /** One page of the associations visible to `viewer` under the list query, optionally of one target language. */
@@ -142,15 +143,16 @@ export async function findNewestAssociationUuids(
 ): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>(tagUuids.map((u) => [u, []]));
   if (tagUuids.length === 0) return out;
-  // One bounded index range per tag (tag_uuid, created_at), glued into one statement per 100 tags (SQLite caps
-  // compound selects at 500).
+  // One bounded index range per tag (tag_uuid, created_at, uuid), glued into one statement per 100 tags (SQLite
+  // caps compound selects at 500). `nulls last` (created_at is never null) matches the list index's order on
+  // PostgreSQL, which otherwise walks all associations by created_at looking for this tag's.
   const found: { uuid: string; tag_uuid: string; created_at: string }[] = [];
   const visible = viewer === undefined ? sql`` : sql`and ${targetVisibleTo(viewer)}`;
   for (let start = 0; start < tagUuids.length; start += 100) {
     const parts = tagUuids.slice(start, start + 100).map(
       (tag, i) =>
         sql`select * from (select ta.uuid, ta.tag_uuid, ta.created_at from tag_associations ta where ta.tag_uuid = ${tag}
-          ${visible} order by ta.created_at desc, ta.uuid desc limit ${perTag}) ${sql.raw(`n${i}`)}`,
+          ${visible} order by ta.created_at desc nulls last, ta.uuid desc limit ${perTag}) ${sql.raw(`n${i}`)}`,
     );
     const result = await sql<{ uuid: string; tag_uuid: string; created_at: string }>`${sql.join(
       parts,
