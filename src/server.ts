@@ -39,7 +39,10 @@ async function main(): Promise<void> {
   const config = readConfig();
   if (config.WORKERS <= 1) return serve(config, false);
   if (cluster.isPrimary) {
-    const handle = connectDatabase(config.DATABASE_URL, { synchronous: config.SQLITE_SYNCHRONOUS, poolSize: 1 });
+    const handle = connectDatabase(config.DATABASE_URL, {
+      synchronous: config.SQLITE_SYNCHRONOUS,
+      poolSize: 1,
+    });
     await migrateToLatest(handle.db, handle.dialect);
     await handle.db.destroy();
     let stopping = false;

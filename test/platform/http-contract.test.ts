@@ -52,9 +52,17 @@ for (const dialect of testDialects()) {
       t.ctx.bus.on(['networkCreated'], async (trx) => {
         if (!armed) return;
         armed = false;
-        await trx.insertInto('friends').values({ user_uuid: user.uuid, friend_uuid: 'no-such-user' }).execute();
+        await trx
+          .insertInto('friends')
+          .values({ user_uuid: user.uuid, friend_uuid: 'no-such-user' })
+          .execute();
       });
-      const res = await t.inject({ method: 'POST', url: '/networks', token: user.token, payload: { name: 'n' } });
+      const res = await t.inject({
+        method: 'POST',
+        url: '/networks',
+        token: user.token,
+        payload: { name: 'n' },
+      });
       assert.equal(res.statusCode, 409, res.body);
       assert.equal(body(res).error.code, 'conflict');
       const rows = await t.ctx.db.selectFrom('networks').select('uuid').execute();
