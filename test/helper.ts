@@ -97,6 +97,37 @@ export interface TestApp {
 
 let counter = 0;
 
+/** Creates a user directly in the database (password `pw-NAME-secret`) and issues it a user token of the client. */
+export async function insertTestUser(
+  ctx: Context,
+  clientId: string,
+  username: string,
+  role = 'user',
+): Promise<TestUser> {
+  const password = `pw-${username}-secret`;
+  const uuid = uuidv7();
+  const now = nowIso();
+  const email = `${username}@example.test`;
+  await insertUser(ctx.db, {
+    uuid,
+    username,
+    username_key: username.toLowerCase(),
+    email,
+    email_key: email.toLowerCase(),
+    password_hash: await hashPassword(password),
+    display_name: null,
+    bio: null,
+    language: 'en',
+    network_uuid: null,
+    role,
+    karma: 0,
+    created_at: now,
+    updated_at: now,
+  });
+  const token = (await issueTokens(ctx, ctx.db, clientId, uuid)).access_token;
+  return { uuid, username, email, password, token };
+}
+
 /** Builds the app on a fresh database of the dialect. */
 export async function startTestApp(dialect: TestDialect, overrides: Partial<Config> = {}): Promise<TestApp> {
   const { url, drop } = await dialect.create();
@@ -122,31 +153,13 @@ export async function startTestApp(dialect: TestDialect, overrides: Partial<Conf
       if (token) headers.authorization = `Bearer ${token}`;
       return app.inject({ ...rest, headers });
     },
-    async createUser(name, role = 'user') {
-      counter++;
-      const username = name ?? `user${counter}_${randomBytes(3).toString('hex')}`;
-      const password = `pw-${username}-secret`;
-      const uuid = uuidv7();
-      const now = nowIso();
-      const email = `${username}@example.test`;
-      await insertUser(ctx.db, {
-        uuid,
-        username,
-        username_key: username.toLowerCase(),
-        email,
-        email_key: email.toLowerCase(),
-        password_hash: await hashPassword(password),
-        display_name: null,
-        bio: null,
-        language: 'en',
-        network_uuid: null,
+    createUser(name, role = 'user') {
+      return insertTestUser(
+        ctx,
+        client.id,
+        name ?? `user${++counter}_${randomBytes(3).toString('hex')}`,
         role,
-        karma: 0,
-        created_at: now,
-        updated_at: now,
-      });
-      const token = (await issueTokens(ctx, ctx.db, client.id, uuid)).access_token;
-      return { uuid, username, email, password, token };
+      );
     },
     async close() {
       await app.close();

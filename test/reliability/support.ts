@@ -7,11 +7,8 @@ import type { Context } from '../../src/context.ts';
 import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { issueTokens, saveClient } from '../../src/modules/auth/auth.service.ts';
-import { hashPassword } from '../../src/modules/auth/password.ts';
-import { insertUser } from '../../src/modules/user/user.repository.ts';
-import type { TestDialect, TestUser } from '../helper.ts';
+import { insertTestUser, type TestDialect, type TestUser } from '../helper.ts';
 
 /** An app on a fresh database whose error log lines are kept (so a 500 comes with its stack). */
 export interface LoggedApp {
@@ -88,31 +85,13 @@ export async function startLoggedApp(
       if (token) headers.authorization = `Bearer ${token}`;
       return app.inject({ ...rest, headers });
     },
-    async createUser(name, role = 'user') {
-      counter++;
-      const username = name ?? `rel${counter}_${randomBytes(3).toString('hex')}`;
-      const password = `pw-${username}-secret`;
-      const uuid = uuidv7();
-      const now = nowIso();
-      const email = `${username}@example.test`;
-      await insertUser(ctx.db, {
-        uuid,
-        username,
-        username_key: username.toLowerCase(),
-        email,
-        email_key: email.toLowerCase(),
-        password_hash: await hashPassword(password),
-        display_name: null,
-        bio: null,
-        language: 'en',
-        network_uuid: null,
+    createUser(name, role = 'user') {
+      return insertTestUser(
+        ctx,
+        client.id,
+        name ?? `rel${++counter}_${randomBytes(3).toString('hex')}`,
         role,
-        karma: 0,
-        created_at: now,
-        updated_at: now,
-      });
-      const token = (await issueTokens(ctx, ctx.db, client.id, uuid)).access_token;
-      return { uuid, username, email, password, token };
+      );
     },
     async close() {
       await app.close();
