@@ -6,6 +6,7 @@ import { karmaSourceMigration } from './migrations/0002-karma-source.ts';
 import { searchMigration } from './migrations/0002-search.ts';
 import { searchFoldMigration } from './migrations/0003-search-fold.ts';
 import { listIndexesMigration } from './migrations/0004-list-indexes.ts';
+import { searchPlainWeightMigration } from './migrations/0005-search-plain-weight.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -15,6 +16,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0002-search': searchMigration(dialect),
     '0003-search-fold': searchFoldMigration(dialect),
     '0004-list-indexes': listIndexesMigration(dialect),
+    '0005-search-plain-weight': searchPlainWeightMigration(dialect),
   };
 }
 

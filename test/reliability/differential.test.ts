@@ -254,9 +254,9 @@ function requestArbitrary(
           )
           .map((o) => (o ? `&order=${encodeURIComponent(o)}` : ''))
       : fc.constant('');
-    const language = names.has('language')
-      ? fc.constantFrom('', ...LANGS.map((l) => `&language=${l}`))
-      : fc.constant('');
+    // `language` on a search switches on stemming, which is engine-specific by design (SQLite has only the English
+    // porter stemmer, PostgreSQL Snowball for 15 languages; docs/search.md): those answers are not compared here.
+    const language = fc.constant('');
     const exclude = names.has('exclude_user_uuids')
       ? fc.oneof(
           fc.constant(''),

@@ -85,10 +85,12 @@ function ftsTables(match: Match): { table: 'search_fts' | 'search_fts_en'; lastP
  */
 function tsquery(match: Match): RawBuilder<unknown> {
   const last = match.terms.length - 1;
-  const all = (config: string, lastPrefix: boolean) =>
+  // Plain lexemes carry weight A, stemmed ones B (migration 0005): words as typed match plain lexemes only.
+  const all = (config: string, plain: boolean) =>
     sql.join(
       match.terms.map(
-        (t, i) => sql`to_tsquery(${config}::regconfig, ${`'${t}'${lastPrefix && i === last ? ':*' : ''}`})`,
+        (t, i) =>
+          sql`to_tsquery(${config}::regconfig, ${`'${t}'${plain ? (i === last ? ':*A' : ':A') : ''}`})`,
       ),
       sql` && `,
     );
