@@ -97,6 +97,17 @@ export interface TestApp {
 
 let counter = 0;
 
+/** Injects a request, turning `token` into an `Authorization: Bearer` header. */
+export function injectWithToken(
+  app: FastifyInstance,
+  opts: InjectOptions & { token?: string },
+): Promise<LightMyRequestResponse> {
+  const { token, ...rest } = opts;
+  const headers = { ...(rest.headers ?? {}) } as Record<string, string>;
+  if (token) headers.authorization = `Bearer ${token}`;
+  return app.inject({ ...rest, headers });
+}
+
 /** Creates a user directly in the database (password `pw-NAME-secret`) and issues it a user token of the client. */
 export async function insertTestUser(
   ctx: Context,
@@ -147,12 +158,7 @@ export async function startTestApp(dialect: TestDialect, overrides: Partial<Conf
     url,
     client,
     guest,
-    inject(opts) {
-      const { token, ...rest } = opts;
-      const headers = { ...(rest.headers ?? {}) } as Record<string, string>;
-      if (token) headers.authorization = `Bearer ${token}`;
-      return app.inject({ ...rest, headers });
-    },
+    inject: (opts) => injectWithToken(app, opts),
     createUser(name, role = 'user') {
       return insertTestUser(
         ctx,

@@ -8,7 +8,7 @@ import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { issueTokens, saveClient } from '../../src/modules/auth/auth.service.ts';
-import { insertTestUser, type TestDialect, type TestUser } from '../helper.ts';
+import { injectWithToken, insertTestUser, type TestDialect, type TestUser } from '../helper.ts';
 
 /** An app on a fresh database whose error log lines are kept (so a 500 comes with its stack). */
 export interface LoggedApp {
@@ -79,12 +79,7 @@ export async function startLoggedApp(
     client,
     guest,
     errors,
-    inject(opts) {
-      const { token, ...rest } = opts;
-      const headers = { ...(rest.headers ?? {}) } as Record<string, string>;
-      if (token) headers.authorization = `Bearer ${token}`;
-      return app.inject({ ...rest, headers });
-    },
+    inject: (opts) => injectWithToken(app, opts),
     createUser(name, role = 'user') {
       return insertTestUser(
         ctx,
