@@ -19,16 +19,37 @@ export function queryTerms(query: string): string[] {
 }
 
 /**
- * FTS5 MATCH text: every term must match (in title or body), the last one as a prefix unless `lastPrefix` is
- * false (the stemmed index matches whole words); each term quoted, so nothing in it is FTS5 syntax.
+ * Shortest last word that matches as a prefix. A single letter would match most of the index (every word starting
+ * with it: 60% of the documents of a Zipf world) and no index serves it (FTS5's prefix indexes start at 2
+ * characters; GIN merges every lexeme with that start), so a one-character last word matches as a whole word.
  */
-export function ftsMatch(terms: string[], kinds?: readonly string[], lastPrefix = true): string {
+export const MIN_PREFIX = 2;
+
+/** Whether term `i` of `terms` matches as a prefix: the last one, from MIN_PREFIX characters. */
+export function isPrefixTerm(terms: string[], i: number): boolean {
+  return i === terms.length - 1 && [...(terms[i] ?? '')].length >= MIN_PREFIX;
+}
+
+/** Which kinds an FTS5 match keeps: only some, or all but some. */
+export interface FtsKinds {
+  only?: readonly string[] | undefined;
+  except?: readonly string[] | undefined;
+}
+
+/**
+ * FTS5 MATCH text: every term must match (in title or body), the last one as a prefix (isPrefixTerm) unless
+ * `lastPrefix` is false (the stemmed index matches whole words); each term quoted, so nothing in it is FTS5 syntax.
+ * `kinds` filters on the kind column inside the index, which skips the other documents without reading them.
+ */
+export function ftsMatch(terms: string[], kinds: FtsKinds = {}, lastPrefix = true): string {
   const words = terms.map(
-    (t, i) => `"${t.replaceAll('"', '""')}"${lastPrefix && i === terms.length - 1 ? '*' : ''}`,
+    (t, i) => `"${t.replaceAll('"', '""')}"${lastPrefix && isPrefixTerm(terms, i) ? '*' : ''}`,
   );
-  const text = `{title body} : (${words.join(' AND ')})`;
-  if (!kinds) return text;
-  return `kind : (${kinds.map((k) => `"${k}"`).join(' OR ')}) AND ${text}`;
+  const list = (k: readonly string[]) => `kind : (${k.map((x) => `"${x}"`).join(' OR ')})`;
+  let text = `{title body} : (${words.join(' AND ')})`;
+  if (kinds.only) text = `${list(kinds.only)} AND ${text}`;
+  if (kinds.except && kinds.except.length > 0) text = `${text} NOT ${list(kinds.except)}`;
+  return text;
 }
 
 /** Sort direction. */
@@ -141,26 +162,68 @@ const B = 0.75;
 /** How much more a word in the title (name) counts than one in the body. */
 const TITLE_WEIGHT = 3;
 
+// Folding changes nothing in ASCII text but its case, so most texts skip the Unicode normalizations.
+const ASCII = /^\p{ASCII}*$/u;
+
 /** The folded words of a text. */
 export function words(text: string | null): string[] {
-  return text ? (fold(text).match(/[\p{L}\p{N}]+/gu) ?? []) : [];
+  if (!text) return [];
+  if (ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
+  return fold(text).match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
-/** How well one word of a document matches a query term: 1 exact, 0.5 a prefix or stem-like variant, else 0. */
-function wordMatch(word: string, term: string): number {
-  if (word === term) return 1;
-  if (word.startsWith(term)) return 0.5;
-  if (term.length > word.length && word.length >= 3 && term.startsWith(word)) return 0.5;
-  return 0;
+/**
+ * How well one word of a document matches a query term: 1 exact, 0.5 a prefix or stem-like variant (the term
+ * continues the word, from 3 characters), else 0. `word` is `text.slice(from, to)`, read in place.
+ */
+function wordMatch(text: string, from: number, to: number, term: string): number {
+  const length = to - from;
+  if (length >= term.length) {
+    if (!text.startsWith(term, from)) return 0;
+    return length === term.length ? 1 : 0.5;
+  }
+  return length >= 3 && term.startsWith(text.slice(from, to)) ? 0.5 : 0;
 }
 
-function fieldScore(terms: string[], field: string[], averageLength: number): number {
-  if (field.length === 0) return 0;
+function isAsciiWordChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
+}
+
+/**
+ * The words of a field and how much each term matches them (wordMatch summed over the words, added to `tf`): one
+ * pass over the characters of an ASCII text, the folded words of any other.
+ */
+function fieldStats(text: string | null, terms: string[], tf: number[]): number {
+  if (!text) return 0;
+  if (!ASCII.test(text)) {
+    const list = words(text);
+    for (const w of list) {
+      for (let j = 0; j < terms.length; j++)
+        tf[j] = (tf[j] ?? 0) + wordMatch(w, 0, w.length, terms[j] as string);
+    }
+    return list.length;
+  }
+  const lower = text.toLowerCase();
+  let count = 0;
+  let i = 0;
+  while (i < lower.length) {
+    while (i < lower.length && !isAsciiWordChar(lower.charCodeAt(i))) i++;
+    if (i === lower.length) break;
+    const from = i;
+    while (i < lower.length && isAsciiWordChar(lower.charCodeAt(i))) i++;
+    count++;
+    for (let j = 0; j < terms.length; j++)
+      tf[j] = (tf[j] ?? 0) + wordMatch(lower, from, i, terms[j] as string);
+  }
+  return count;
+}
+
+/** BM25 saturation and length normalization of one field. */
+function fieldScore(tf: number[], length: number, averageLength: number): number {
+  if (length === 0) return 0;
   let score = 0;
-  for (const term of terms) {
-    let tf = 0;
-    for (const w of field) tf += wordMatch(w, term);
-    if (tf > 0) score += (tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * field.length) / averageLength));
+  for (const f of tf) {
+    if (f > 0) score += (f * (K1 + 1)) / (f + K1 * (1 - B + (B * length) / averageLength));
   }
   return score;
 }
@@ -177,10 +240,20 @@ export interface ScoredText {
  * would weigh all candidates alike and are left out; term frequency and field length decide, titles weigh more.
  */
 export function relevanceScores(terms: string[], docs: ScoredText[]): number[] {
-  const fields = docs.map((d) => ({ title: words(d.title), body: words(d.body) }));
-  const avgTitle = Math.max(1, fields.reduce((n, f) => n + f.title.length, 0) / Math.max(1, fields.length));
-  const avgBody = Math.max(1, fields.reduce((n, f) => n + f.body.length, 0) / Math.max(1, fields.length));
-  return fields.map(
-    (f) => TITLE_WEIGHT * fieldScore(terms, f.title, avgTitle) + fieldScore(terms, f.body, avgBody),
+  const stats = docs.map((d) => {
+    const titleTf = terms.map(() => 0);
+    const bodyTf = terms.map(() => 0);
+    return {
+      titleTf,
+      bodyTf,
+      title: fieldStats(d.title, terms, titleTf),
+      body: fieldStats(d.body, terms, bodyTf),
+    };
+  });
+  const n = Math.max(1, stats.length);
+  const avgTitle = Math.max(1, stats.reduce((sum, f) => sum + f.title, 0) / n);
+  const avgBody = Math.max(1, stats.reduce((sum, f) => sum + f.body, 0) / n);
+  return stats.map(
+    (f) => TITLE_WEIGHT * fieldScore(f.titleTf, f.title, avgTitle) + fieldScore(f.bodyTf, f.body, avgBody),
   );
 }

@@ -48,7 +48,9 @@ export default async function searchRoutes(app: FastifyInstance, opts: { ctx: Co
         },
       },
       async (request: FastifyRequest) => {
-        const found = await r.run(request.auth?.userUuid ?? null, request.query as service.SearchParams);
+        const viewer = request.auth?.userUuid ?? null;
+        const query = request.query as service.SearchParams;
+        const found = await service.cachedAnswer(ctx, r.path, viewer, query, () => r.run(viewer, query));
         return okList(found.data, found.count);
       },
     );

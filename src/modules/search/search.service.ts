@@ -14,6 +14,7 @@ import type { TagTable } from '../tag/tag.table.ts';
 import { findNewestAssociationUuids } from '../tag-association/tag-association.repository.ts';
 import { toPublicUser } from '../user/user.service.ts';
 import type { UserTable } from '../user/user.table.ts';
+import { SearchCache } from './search.cache.ts';
 import {
   allowedEdits,
   candidateTrigrams,
@@ -29,10 +30,16 @@ import * as repo from './search.repository.ts';
 import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
 
 /**
- * How many of the newest matches are ranked by relevance (the rest follow newest first); see docs/search.md.
- * A mutable object so tests can shrink it to exercise the unranked tail.
+ * Most of the newest matches ranked by relevance (the rest follow newest first), how many of the newest documents
+ * make the recent window of the ranking, and how many items the answer cache of each app holds (0: no cache); see
+ * docs/search.md, "Speed". A mutable object so tests can shrink them.
  */
-export const searchTuning = { rankedCandidates: 1000 };
+export const searchTuning = { rankedCandidates: 1000, recentDocs: 30_000, cacheItems: 20_000 };
+/**
+ * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, whoever may
+ * see them) matches it: then only its newest `rankedCandidates / 5` matches in scope are ranked.
+ */
+export const COMMON_SPAN = 10;
 /** Typo tolerance joins in when the exact matches are fewer than this. */
 export const TYPO_WHEN_FEWER_THAN = 3;
 /** Most typo-tolerant matches appended to a result. */
@@ -148,9 +155,9 @@ async function docTypos(ctx: Context, terms: string[], scope: Scope, exact: DocR
 }
 
 /**
- * The exact matches of a window. Relevance is bounded: the newest `searchTuning.rankedCandidates` matches are
- * found by walking the index in id order (no scoring), ranked here from their text; older matches follow, newest
- * first. created_at is the index order itself; updated_at, username and karma sort every match.
+ * The exact matches of a window. Relevance is bounded (docs/search.md, "Speed"): a few hundred of the newest
+ * matches are found by walking the index in id order (no scoring) and ranked here from their text; older matches
+ * follow, newest first. created_at is the index order itself; updated_at, username and karma sort every match.
  */
 async function exactDocs(
   ctx: Context,
@@ -158,38 +165,77 @@ async function exactDocs(
   scope: Scope,
   order: Order,
   window: Window,
+  most = searchTuning.rankedCandidates,
 ): Promise<DocRef[]> {
-  const { db, dialect } = ctx;
-  if (order.property === 'created_at') {
-    return repo.findMatchesById(db, dialect, match, scope, { direction: order.direction, ...window });
-  }
-  if (order.property !== 'relevance') {
+  // Reads outside any transaction: on SQLite they run on the reader threads, off the event loop.
+  const { readDb: db, dialect } = ctx;
+  if (order.property !== 'relevance' && order.property !== 'created_at') {
     const column = order.property as repo.DocOrder['column'];
     const ordered = { column, direction: order.direction };
     return repo.findMatchesOrdered(db, dialect, match, scope, ordered, window.offset, window.limit);
   }
-  const n = searchTuning.rankedCandidates;
-  const newest = await repo.findMatchesById(db, dialect, match, scope, {
-    direction: 'desc',
-    offset: 0,
-    limit: n,
-  });
-  const c = newest.length;
+  const { first, last: top } = await repo.docIdRange(db, scope.kinds);
+  // The recent window: the ids (recent, top]; older documents exist only if recent >= first.
+  const recent = top - searchTuning.recentDocs;
+  if (order.property === 'created_at') {
+    return repo.findMatchesById(db, dialect, match, scope, {
+      direction: order.direction,
+      afterId: first - 1,
+      beforeId: top + 1,
+      walkAbove: recent,
+      ...window,
+    });
+  }
+  const walk = (limit: number, range: { beforeId?: number; afterId?: number; forceWalk?: boolean }) =>
+    repo.findMatchesById(db, dialect, match, scope, {
+      direction: 'desc',
+      walkAbove: recent,
+      offset: 0,
+      limit,
+      ...range,
+    });
+  const fewest = Math.max(1, Math.ceil(searchTuning.rankedCandidates / 5));
+  let candidates: repo.Candidate[];
+  let more = true;
+  const span = { afterId: top - fewest * COMMON_SPAN, toId: top };
+  const newest = await repo.countMatchesIn(db, dialect, match, scope.kinds, span, fewest);
+  if (newest >= fewest) {
+    // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
+    candidates = await walk(fewest, { afterId: first - 1, beforeId: top + 1, forceWalk: true });
+  } else {
+    // 2. Otherwise up to `most` matches among the recent documents, if that gives at least `fewest`...
+    // PostgreSQL: walk the recent ids in order when one in 40 of the newest documents matches (the planner's
+    // estimate for several common words is too low); rarer queries are left to its GIN plans.
+    const forceWalk = newest * 4 >= fewest;
+    candidates = await walk(most, { afterId: recent, beforeId: top + 1, forceWalk });
+    if (candidates.length < fewest) {
+      // 3. ... else (a rare query) the newest `most` matches whatever their age.
+      if (recent >= first) {
+        const older = await walk(most - candidates.length, { afterId: first - 1, beforeId: recent + 1 });
+        candidates = candidates.concat(older);
+      }
+      more = candidates.length === most;
+    }
+  }
+  const c = candidates.length;
   let out: DocRef[] = [];
   if (window.offset < c) {
-    const scores = relevanceScores(match.terms, newest);
-    const ranked = newest
+    const scores = relevanceScores(match.terms, candidates);
+    const ranked = candidates
       .map((doc, i) => ({ doc, score: scores[i] ?? 0 }))
       .sort((a, b) => b.score - a.score || b.doc.id - a.doc.id)
       .map((x) => x.doc);
     if (order.direction === 'asc') ranked.reverse();
     out = ranked.slice(window.offset, window.offset + window.limit);
   }
-  const boundary = newest[c - 1];
-  if (c === n && boundary && window.offset + window.limit > c) {
+  // 4. Every older match after the ranked ones, newest first.
+  const boundary = candidates[c - 1];
+  if (more && boundary && window.offset + window.limit > c) {
     const tail = await repo.findMatchesById(db, dialect, match, scope, {
       direction: 'desc',
+      afterId: first - 1,
       beforeId: boundary.id,
+      walkAbove: recent,
       offset: Math.max(0, window.offset - c),
       limit: window.limit - out.length,
     });
@@ -199,14 +245,21 @@ async function exactDocs(
 }
 
 /** One search over the index: exact matches of the window, with typo-tolerant names when exact ones are few. */
-async function searchDocs(ctx: Context, match: Match, scope: Scope, order: Order, window: Window) {
+async function searchDocs(
+  ctx: Context,
+  match: Match,
+  scope: Scope,
+  order: Order,
+  window: Window,
+  most = searchTuning.rankedCandidates,
+) {
   if (match.terms.length === 0) return [];
-  const page = await exactDocs(ctx, match, scope, order, window);
+  const page = await exactDocs(ctx, match, scope, order, window, most);
   if (!scope.kinds.some((k) => k === 'user' || k === 'network')) return page;
   return withTypos(
     window,
     page,
-    (offset, limit) => exactDocs(ctx, match, scope, order, { offset, limit }),
+    (offset, limit) => exactDocs(ctx, match, scope, order, { offset, limit }, most),
     (exact) => docTypos(ctx, match.terms, scope, exact),
   );
 }
@@ -353,6 +406,44 @@ function excludedUsers(raw: unknown): string[] | undefined {
   return list;
 }
 
+/** Items an answer holds: what it weighs in the answer cache. */
+function itemCount(answer: SearchResult<unknown>): number {
+  const data = answer.data;
+  if (Array.isArray(data)) return data.length;
+  return Object.values(data as Record<string, unknown[]>).reduce((n, list) => n + list.length, 0);
+}
+
+// One cache per app (per database): a version is only meaningful for the database it was read from.
+const caches = new WeakMap<Context, SearchCache<SearchResult<unknown>>>();
+
+/**
+ * The answer of one search operation, from the exact answer cache when the database has not changed since it was
+ * computed (search.cache.ts), else computed. Keyed by operation, viewer, the request's parameters and the tuning.
+ */
+export async function cachedAnswer<T>(
+  ctx: Context,
+  operation: string,
+  viewer: string | null,
+  params: object,
+  compute: () => Promise<SearchResult<T>>,
+): Promise<SearchResult<T>> {
+  if (searchTuning.cacheItems <= 0) return compute();
+  let cache = caches.get(ctx);
+  if (!cache || cache.maxWeight !== searchTuning.cacheItems) {
+    cache = new SearchCache<SearchResult<unknown>>(searchTuning.cacheItems, itemCount);
+    caches.set(ctx, cache);
+  }
+  const version = await repo.dataVersion(ctx.db, ctx.dialect);
+  const key = JSON.stringify([
+    operation,
+    viewer,
+    params,
+    searchTuning.rankedCandidates,
+    searchTuning.recentDocs,
+  ]);
+  return (await cache.get(version, key, compute)) as SearchResult<T>;
+}
+
 /** GET /search: mixed kinds ranked together; a `#` query searches hashtags in the tag store instead. */
 export async function search(
   ctx: Context,
@@ -384,7 +475,9 @@ export async function searchTypes(
   const columns = await Promise.all(
     repo.DOC_KINDS.map(async (kind) => {
       const scope: Scope = { kinds: [kind], viewer, language: params.language };
-      return [kind, await hydrate(ctx, await searchDocs(ctx, match, scope, order, window))] as const;
+      // A column of each kind is a preview: it ranks at most the common-query depth (see docs/search.md).
+      const most = Math.ceil(searchTuning.rankedCandidates / 5);
+      return [kind, await hydrate(ctx, await searchDocs(ctx, match, scope, order, window, most))] as const;
     }),
   );
   return result(Object.fromEntries(columns), window);

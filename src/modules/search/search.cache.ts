@@ -1,0 +1,80 @@
+/**
+ * An exact cache of search answers: an answer is reused only while the database is unchanged since it was
+ * computed (any committed write anywhere, by this process or another, moves the data version: see
+ * `dataVersion` in search.repository.ts). So a cached answer is always the answer a fresh search would give: no
+ * staleness, nothing a viewer may no longer see, read-your-writes kept. Keys hold the viewer, so one viewer's
+ * answer is never given to another. Identical requests arriving while one is being computed share it.
+ */
+export class SearchCache<T> {
+  readonly #entries = new Map<string, { version: string; value: T; weight: number }>();
+  readonly #pending = new Map<string, Promise<T>>();
+  readonly #weigh: (value: T) => number;
+  #weight = 0;
+  #version = '';
+  /** Most weight held over all answers. */
+  readonly maxWeight: number;
+
+  /** `maxWeight`: most weight held over all answers; `weigh`: an answer's weight (e.g. its item count, at least 1). */
+  constructor(maxWeight: number, weigh: (value: T) => number) {
+    this.maxWeight = maxWeight;
+    this.#weigh = weigh;
+  }
+
+  /** The cached answer for `key` at this data version, or the one `compute` gives (then cached). */
+  async get(version: string, key: string, compute: () => Promise<T>): Promise<T> {
+    if (this.maxWeight <= 0) return compute();
+    if (version !== this.#version) {
+      // The database changed: every answer computed before is outdated.
+      this.clear();
+      this.#version = version;
+    }
+    const hit = this.#entries.get(key);
+    if (hit && hit.version === version) {
+      // Refresh recency so the least recently used answers are evicted first.
+      this.#entries.delete(key);
+      this.#entries.set(key, hit);
+      return hit.value;
+    }
+    const pendingKey = `${version}\u0000${key}`;
+    const running = this.#pending.get(pendingKey);
+    if (running) return running;
+    const promise = compute();
+    this.#pending.set(pendingKey, promise);
+    try {
+      const value = await promise;
+      // Stored only if no write was seen meanwhile (a newer version cleared the cache and started a new one).
+      if (this.#version === version) this.#store(key, version, value);
+      return value;
+    } finally {
+      this.#pending.delete(pendingKey);
+    }
+  }
+
+  /** Forgets every answer (answers being computed are still shared by their waiting requests). */
+  clear(): void {
+    this.#entries.clear();
+    this.#weight = 0;
+  }
+
+  /** How many answers are held. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #store(key: string, version: string, value: T): void {
+    const weight = Math.max(1, this.#weigh(value));
+    if (weight > this.maxWeight) return;
+    const old = this.#entries.get(key);
+    if (old) {
+      this.#entries.delete(key);
+      this.#weight -= old.weight;
+    }
+    this.#entries.set(key, { version, value, weight });
+    this.#weight += weight;
+    for (const [k, e] of this.#entries) {
+      if (this.#weight <= this.maxWeight) break;
+      this.#entries.delete(k);
+      this.#weight -= e.weight;
+    }
+  }
+}
