@@ -179,6 +179,12 @@ export const variables = {
       'Worker threads, each with a read-only SQLite connection, that run searches and list pages off the event loop (0: all queries on the main thread; ignored on PostgreSQL and in-memory SQLite).',
     parse: int(0, 64),
   },
+  SEARCH_CACHE_ITEMS: {
+    default: '20000',
+    description:
+      "Items of search answers kept in each process's exact answer cache (an answer is reused only while nothing was committed since; 0: no cache). A request with `Cache-Control: no-cache` is always computed afresh.",
+    parse: int(0, 1_000_000),
+  },
   ACCESS_TOKEN_TTL_SECONDS: {
     default: '3600',
     description: 'Lifetime of access tokens.',

@@ -4,7 +4,6 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { connectDatabase } from '../../src/db/connect.ts';
 import { SearchCache } from '../../src/modules/search/search.cache.ts';
-import { searchTuning } from '../../src/modules/search/search.service.ts';
 import { injectWithToken, startTestApp, type TestApp, testDialects } from '../helper.ts';
 import { buildWorld, call, type World } from './world.ts';
 
@@ -21,7 +20,7 @@ for (const dialect of testDialects()) {
         .sort();
 
     before(async () => {
-      assert.ok(searchTuning.cacheItems > 0, 'the cache is on by default');
+      assert.ok(loadConfig({}, {}).SEARCH_CACHE_ITEMS > 0, 'the cache is on by default');
       t = await startTestApp(dialect);
       w = await buildWorld(t);
     });
@@ -78,17 +77,49 @@ for (const dialect of testDialects()) {
       }
     });
 
-    it('answers the same with the cache off', async () => {
+    it('answers the same with the cache off and with Cache-Control: no-cache', async () => {
       const queries = ['zebra', 'kumquat', 'persimmon', 'lychee', 'zeb'];
       const cached = [];
       for (const q of queries) cached.push(await bodies(q, w.alice.token));
-      const size = searchTuning.cacheItems;
-      searchTuning.cacheItems = 0;
+      for (const [i, q] of queries.entries()) {
+        const res = await injectWithToken(t.app, {
+          method: 'GET',
+          url: `/search?query=${q}`,
+          token: w.alice.token,
+          headers: { 'cache-control': 'no-cache' },
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        const fresh = res
+          .json()
+          .data.map((item: { body?: string }) => item.body)
+          .sort();
+        assert.deepEqual(fresh, cached[i], q);
+      }
+      // SEARCH_CACHE_ITEMS=0: a second app on the same database without any cache.
+      const config = loadConfig({ SEARCH_CACHE_ITEMS: '0' }, { DATABASE_URL: t.url, LOG_LEVEL: 'silent' });
+      assert.equal(config.SEARCH_CACHE_ITEMS, 0);
+      const handle = connectDatabase(t.url, { synchronous: 'NORMAL', poolSize: 2, readers: 0 });
+      const other = await buildApp(config, { handle, skipMigrations: true, logger: false });
       try {
-        for (const [i, q] of queries.entries())
-          assert.deepEqual(await bodies(q, w.alice.token), cached[i], q);
+        for (const [i, q] of queries.entries()) {
+          const res = await injectWithToken(other.app, {
+            method: 'GET',
+            url: `/search?query=${q}`,
+            token: w.alice.token,
+          });
+          assert.equal(res.statusCode, 200, res.body);
+          assert.deepEqual(
+            res
+              .json()
+              .data.map((item: { body?: string }) => item.body)
+              .sort(),
+            cached[i],
+            q,
+          );
+        }
       } finally {
-        searchTuning.cacheItems = size;
+        await other.app.close();
+        await handle.db.destroy();
       }
     });
   });

@@ -20,13 +20,21 @@ export class SearchCache<T> {
     this.#weigh = weigh;
   }
 
-  /** The cached answer for `key` at this data version, or the one `compute` gives (then cached). */
-  async get(version: string, key: string, compute: () => Promise<T>): Promise<T> {
+  /**
+   * The cached answer for `key` at this data version, or the one `compute` gives (then cached). `fresh` skips the
+   * cached and shared answers and computes anew (the client asked for no cached answer).
+   */
+  async get(version: string, key: string, compute: () => Promise<T>, fresh = false): Promise<T> {
     if (this.maxWeight <= 0) return compute();
     if (version !== this.#version) {
       // The database changed: every answer computed before is outdated.
       this.clear();
       this.#version = version;
+    }
+    if (fresh) {
+      const value = await compute();
+      if (this.#version === version) this.#store(key, version, value);
+      return value;
     }
     const hit = this.#entries.get(key);
     if (hit && hit.version === version) {

@@ -50,7 +50,10 @@ export default async function searchRoutes(app: FastifyInstance, opts: { ctx: Co
       async (request: FastifyRequest) => {
         const viewer = request.auth?.userUuid ?? null;
         const query = request.query as service.SearchParams;
-        const found = await service.cachedAnswer(ctx, r.path, viewer, query, () => r.run(viewer, query));
+        const fresh = /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(request.headers['cache-control'] ?? '');
+        const found = await service.cachedAnswer(ctx, r.path, viewer, query, fresh, () =>
+          r.run(viewer, query),
+        );
         return okList(found.data, found.count);
       },
     );

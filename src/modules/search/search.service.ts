@@ -34,7 +34,7 @@ import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
  * make the recent window of the ranking, and how many items the answer cache of each app holds (0: no cache); see
  * docs/search.md, "Speed". A mutable object so tests can shrink them.
  */
-export const searchTuning = { rankedCandidates: 1000, recentDocs: 30_000, cacheItems: 20_000 };
+export const searchTuning = { rankedCandidates: 1000, recentDocs: 30_000 };
 /**
  * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, whoever may
  * see them) matches it: then only its newest `rankedCandidates / 5` matches in scope are ranked.
@@ -419,18 +419,21 @@ const caches = new WeakMap<Context, SearchCache<SearchResult<unknown>>>();
 /**
  * The answer of one search operation, from the exact answer cache when the database has not changed since it was
  * computed (search.cache.ts), else computed. Keyed by operation, viewer, the request's parameters and the tuning.
+ * `fresh` (the request said `Cache-Control: no-cache`) computes anew and stores the answer for later requests.
  */
 export async function cachedAnswer<T>(
   ctx: Context,
   operation: string,
   viewer: string | null,
   params: object,
+  fresh: boolean,
   compute: () => Promise<SearchResult<T>>,
 ): Promise<SearchResult<T>> {
-  if (searchTuning.cacheItems <= 0) return compute();
+  const items = ctx.config.SEARCH_CACHE_ITEMS;
+  if (items <= 0) return compute();
   let cache = caches.get(ctx);
-  if (!cache || cache.maxWeight !== searchTuning.cacheItems) {
-    cache = new SearchCache<SearchResult<unknown>>(searchTuning.cacheItems, itemCount);
+  if (!cache) {
+    cache = new SearchCache<SearchResult<unknown>>(items, itemCount);
     caches.set(ctx, cache);
   }
   const version = await repo.dataVersion(ctx.db, ctx.dialect);
@@ -441,7 +444,7 @@ export async function cachedAnswer<T>(
     searchTuning.rankedCandidates,
     searchTuning.recentDocs,
   ]);
-  return (await cache.get(version, key, compute)) as SearchResult<T>;
+  return (await cache.get(version, key, compute, fresh)) as SearchResult<T>;
 }
 
 /** GET /search: mixed kinds ranked together; a `#` query searches hashtags in the tag store instead. */
