@@ -375,7 +375,7 @@ async function main(): Promise<void> {
       ...(likes.length === 0
         ? ['Lemmy-style comparison skipped (`--like-runs 0`).']
         : [
-            `Lemmy-style search on the same database (\`${opts.db.startsWith('sqlite:') ? "body LIKE '%term%'" : "body ILIKE '%term%'"}\` per term, public posts, newest 20, in process, ${opts.likeRuns} runs) against ours (GET /search over HTTP with `Cache-Control: no-cache`, so uncached, sequential, same number of runs):`,
+            `Lemmy-style search on the same database (\`${opts.db.startsWith('sqlite:') ? "body LIKE '%term%'" : "body ILIKE '%term%'"}\` per term, public posts, newest 20, in process, ${opts.likeRuns} runs) against ours (GET /search over HTTP with \`Cache-Control: no-cache\`, so uncached, sequential, same number of runs):`,
             '',
             '| query | ours p50 ms (HTTP) | LIKE p50 ms | LIKE p99 ms | LIKE rows | LIKE p50 / ours p50 |',
             '|---|---|---|---|---|---|',
