@@ -7,6 +7,7 @@ import { searchMigration } from './migrations/0002-search.ts';
 import { searchFoldMigration } from './migrations/0003-search-fold.ts';
 import { listIndexesMigration } from './migrations/0004-list-indexes.ts';
 import { searchPlainWeightMigration } from './migrations/0005-search-plain-weight.ts';
+import { tagAudienceMigration } from './migrations/0006-tag-audience.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -17,6 +18,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0003-search-fold': searchFoldMigration(dialect),
     '0004-list-indexes': listIndexesMigration(dialect),
     '0005-search-plain-weight': searchPlainWeightMigration(dialect),
+    '0006-tag-audience': tagAudienceMigration(dialect),
   };
 }
 

@@ -13,6 +13,7 @@ import { findTarget, type TargetKind } from '../target/target.repository.ts';
 import { findUserByUsername } from '../user/user.repository.ts';
 import {
   ASSOCIATION_WHITELIST,
+  type AudienceMismatch,
   countAssociationRows,
   deleteAssociationsByUuids,
   deleteAssociationsOfPostComments,
@@ -20,6 +21,7 @@ import {
   deleteAssociationsOfUser,
   findAssociationByKey,
   findAssociationByUuid,
+  findAudienceMismatches,
   findContentText,
   findExtractedAssociations,
   insertAssociationsIgnoringConflicts,
@@ -380,4 +382,18 @@ export async function removeTargetTags(trx: Db, kind: TargetKind, uuid: string):
 /** Removes the associations a deleted user made and those on everything that goes with the user. */
 export async function removeUserTags(trx: Db, userUuid: string): Promise<void> {
   await adjustTagCounts(trx, deltas([], await deleteAssociationsOfUser(trx, userUuid)));
+}
+
+/** How many mismatches `check` lists at most (a healthy database has none). */
+const MISMATCHES_LISTED = 1000;
+
+/**
+ * The `check` invariant of tag association visibility: every association's copied audience (audience,
+ * audience_owner, audience_other) equals what its target gives now. Returns the offending rows, at most 1,000.
+ */
+export async function checkAssociationAudiences(
+  db: Db,
+): Promise<{ mismatches: AudienceMismatch[]; capped: boolean }> {
+  const mismatches = await findAudienceMismatches(db, MISMATCHES_LISTED);
+  return { mismatches, capped: mismatches.length >= MISMATCHES_LISTED };
 }

@@ -1,4 +1,10 @@
-/** Row of `tag_associations`; `language` copies the target's language for the list filter. */
+/**
+ * Row of `tag_associations`; `language` copies the target's language for the list filter. The audience columns
+ * copy who may see the target (migration 0006; database triggers fill and keep them, writers never set them):
+ * `audience` public | friends | private | parties | none (the target is gone), `audience_owner` the target's owner (a
+ * comment's post owner, a message's sender, a connection's requester), `audience_other` a message's recipient or a
+ * connection's addressee.
+ */
 export interface TagAssociationTable {
   uuid: string;
   tag_uuid: string;
@@ -6,6 +12,9 @@ export interface TagAssociationTable {
   target_uuid: string;
   target_type: string;
   language: string | null;
+  audience?: string;
+  audience_owner?: string | null;
+  audience_other?: string | null;
   created_at: string;
   updated_at: string;
 }

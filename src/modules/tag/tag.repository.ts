@@ -1,7 +1,12 @@
 import { type Insertable, sql, type Updateable } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
-import { tagVisibleTo, targetVisibleTo } from '../tag-association/tag-association.repository.ts';
+import {
+  newestAssociationsOf,
+  splitUuids,
+  tagVisibleTo,
+  targetVisibleTo,
+} from '../tag-association/tag-association.repository.ts';
 import { normalizeTagName, TAG_TYPES } from './normalize.ts';
 import type { TagTable } from './tag.table.ts';
 
@@ -20,6 +25,34 @@ export async function findTagByUuid(
     .where('uuid', '=', uuid)
     .$if(viewer !== undefined, (q) => q.where(tagVisibleTo(viewer ?? null, 'tags')))
     .executeTakeFirst();
+}
+
+/**
+ * A tag row visible to `viewer` (null for a guest) with the uuids of its newest `perTag` associations the viewer
+ * may see, in one statement (GET /tags/{uuid}).
+ */
+export async function findVisibleTagWithAssociations(
+  db: Db,
+  uuid: string,
+  viewer: string | null,
+  perTag: number,
+): Promise<{ row: TagRow; associations: string[] } | undefined> {
+  const found = await db
+    .selectFrom('tags')
+    .selectAll()
+    .select(newestAssociationsOf('tags.uuid', perTag, viewer).as('associations'))
+    .where('uuid', '=', uuid)
+    .where(tagVisibleTo(viewer, 'tags'))
+    .executeTakeFirst();
+  if (!found) return undefined;
+  const { associations, ...row } = found;
+  return { row, associations: splitUuids(associations) };
+}
+
+/** The tag rows of these uuids (those that exist), in no particular order. */
+export async function findTagsByUuids(db: Db, uuids: string[]): Promise<TagRow[]> {
+  if (uuids.length === 0) return [];
+  return db.selectFrom('tags').selectAll().where('uuid', 'in', uuids).execute();
 }
 
 /** The tag of a type with a normalized key. */
@@ -128,7 +161,7 @@ function hourOf(dialect: Dialect, column: string) {
 }
 
 // Only uses on posts and comments a guest may see count towards trending: aggregate numbers must not leak private
-// posts (the association visibility rule, for a guest).
+// posts (the association visibility rule, for a guest: the audience copied from the target).
 const PUBLIC_TARGET = sql<boolean>`(ta.target_type in ('post', 'comment') and ${targetVisibleTo(null)})`;
 
 /** The hashtags used by the most distinct users since `since`, with their users and uses in the window. */

@@ -17,7 +17,9 @@ import {
   findTagByKey,
   findTagByUuid,
   findTagsByKeys,
+  findTagsByUuids,
   findTrendingHashtags,
+  findVisibleTagWithAssociations,
   insertTag,
   insertTagsIgnoringConflicts,
   listTagRows,
@@ -44,6 +46,19 @@ export interface ApiTag {
   updated_at: string;
 }
 
+function toApiTag(row: TagRow, associations: string[]): ApiTag {
+  return {
+    uuid: row.uuid,
+    type: 'tag',
+    name: row.name,
+    tag_type: row.tag_type,
+    associations,
+    associations_count: Number(row.associations_count),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
 /** Maps tag rows to API tags; `associations` holds only associations whose target `viewer` may see. */
 async function toApiTags(db: Db, rows: TagRow[], viewer: string | null): Promise<ApiTag[]> {
   const newest = await findNewestAssociationUuids(
@@ -52,20 +67,12 @@ async function toApiTags(db: Db, rows: TagRow[], viewer: string | null): Promise
     ASSOCIATIONS_IN_TAG,
     viewer,
   );
-  return rows.map((r) => ({
-    uuid: r.uuid,
-    type: 'tag',
-    name: r.name,
-    tag_type: r.tag_type,
-    associations: newest.get(r.uuid) ?? [],
-    associations_count: Number(r.associations_count),
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-  }));
+  return rows.map((r) => toApiTag(r, newest.get(r.uuid) ?? []));
 }
 
-async function toApiTag(db: Db, row: TagRow, viewer: string | null): Promise<ApiTag> {
-  return (await toApiTags(db, [row], viewer))[0] as ApiTag;
+/** A tag just written in `trx`, as the API returns it to the writer. */
+async function storedApiTag(trx: Db, uuid: string, viewer: string | null): Promise<ApiTag> {
+  return (await toApiTags(trx, [(await findTagByUuid(trx, uuid)) as TagRow], viewer))[0] as ApiTag;
 }
 
 /**
@@ -73,9 +80,9 @@ async function toApiTag(db: Db, row: TagRow, viewer: string | null): Promise<Api
  * something the viewer may see; otherwise 404 as if missing); its association uuids only those the viewer may see.
  */
 export async function getTag(ctx: Context, uuid: string, viewer: string | null): Promise<ApiTag> {
-  const row = await findTagByUuid(ctx.db, uuid.toLowerCase(), viewer);
-  if (!row) throw objectNotFound('tag');
-  return toApiTag(ctx.db, row, viewer);
+  const found = await findVisibleTagWithAssociations(ctx.db, uuid.toLowerCase(), viewer, ASSOCIATIONS_IN_TAG);
+  if (!found) throw objectNotFound('tag');
+  return toApiTag(found.row, found.associations);
 }
 
 /**
@@ -191,7 +198,7 @@ export async function createTag(
       const existing = await findTagByKey(trx, input.tag_type, key);
       throw conflict(input.tag_type, existing as TagRow);
     }
-    return toApiTag(trx, (await findTagByUuid(trx, uuid)) as TagRow, viewer);
+    return storedApiTag(trx, uuid, viewer);
   });
 }
 
@@ -214,7 +221,7 @@ export async function updateTag(
       tag_type: input.tag_type,
       updated_at: nowIso(),
     });
-    return toApiTag(trx, (await findTagByUuid(trx, row.uuid)) as TagRow, viewer);
+    return storedApiTag(trx, row.uuid, viewer);
   });
 }
 
@@ -254,11 +261,7 @@ export async function trendingHashtags(
   const uuids = ranked.map((r) => r.uuid);
   const hourly = await findHourlyUses(ctx.readDb, ctx.dialect, uuids, since);
   const byTagHour = new Map(hourly.map((h) => [`${h.tag_uuid}|${h.hour}`, h.uses]));
-  const rows: TagRow[] = [];
-  for (const u of uuids) {
-    const row = await findTagByUuid(ctx.readDb, u);
-    if (row) rows.push(row);
-  }
+  const rows = await findTagsByUuids(ctx.readDb, uuids);
   const tags = new Map((await toApiTags(ctx.readDb, rows, viewer)).map((t) => [t.uuid, t]));
   const out: TrendingTag[] = [];
   for (const r of ranked) {

@@ -1,0 +1,295 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { checkCommand } from '../../src/cli/commands/check.command.ts';
+import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { createComment, createPost, get } from './support.ts';
+
+// What one viewer sees of one tag through every read that applies visibility.
+interface View {
+  /** GET /tags/{uuid}: 200 or 404. */
+  status: number;
+  /** GET /tags/{uuid}: the association uuids listed. */
+  associations: string[];
+  /** GET /tags?filterby[name]=NAME: count.total. */
+  listed: number;
+  /** GET /tag-associations?filterby[tag_uuid]=UUID: the uuids and count.total. */
+  rows: string[];
+  total: number;
+}
+
+for (const dialect of testDialects()) {
+  describe(`an association's visibility follows its target's audience [${dialect.name}]`, () => {
+    let t: TestApp;
+    let alice: TestUser;
+    let bob: TestUser;
+    let carol: TestUser;
+
+    // alice and bob are confirmed friends; carol is a stranger to both.
+    before(async () => {
+      t = await startTestApp(dialect, { ENABLED_OPERATIONS: ['all'] });
+      alice = await t.createUser();
+      bob = await t.createUser();
+      carol = await t.createUser();
+      await connect(alice, bob);
+    });
+    after(async () => t?.close());
+
+    async function call(method: 'POST' | 'GET', url: string, token: string, payload?: object) {
+      const res = await t.inject({ method, url, token, ...(payload ? { payload } : {}) });
+      assert.ok(res.statusCode < 300, `${method} ${url}: ${res.statusCode} ${res.body}`);
+      return body(res).data;
+    }
+
+    async function connect(a: TestUser, b: TestUser): Promise<string> {
+      const req = await call('POST', '/connections', a.token, { user_uuid: b.uuid });
+      await call('POST', `/connections/${req.uuid}/confirm`, b.token);
+      return req.uuid;
+    }
+
+    async function view(tag: { uuid: string; name: string }, token: string): Promise<View> {
+      const one = await t.inject({ method: 'GET', url: `/tags/${tag.uuid}`, token });
+      const list = await get(t, `/tags?filterby[name]=${tag.name}`, token);
+      const rows = await get(t, `/tag-associations?filterby[tag_uuid]=${tag.uuid}&limit=100`, token);
+      return {
+        status: one.statusCode,
+        associations: one.statusCode === 200 ? body(one).data.associations : [],
+        listed: list.count.total,
+        rows: rows.data.map((r: { uuid: string }) => r.uuid),
+        total: rows.count.total,
+      };
+    }
+
+    /** Asserts who sees the tag's one association `assoc`: `seeing` see it everywhere, the others nowhere. */
+    async function expectSeenBy(tag: { uuid: string; name: string }, assoc: string, seeing: string[]) {
+      const viewers: [string, string][] = [
+        ['guest', t.guest],
+        ['alice', alice.token],
+        ['bob', bob.token],
+        ['carol', carol.token],
+      ];
+      for (const [name, token] of viewers) {
+        const v = await view(tag, token);
+        const expected: View = seeing.includes(name)
+          ? { status: 200, associations: [assoc], listed: 1, rows: [assoc], total: 1 }
+          : { status: 404, associations: [], listed: 0, rows: [], total: 0 };
+        assert.deepEqual(v, expected, `what ${name} sees of #${tag.name}`);
+      }
+    }
+
+    async function ownTag(name: string, owner: TestUser) {
+      const b = await get(t, `/tags?filterby[name]=${name}`, owner.token);
+      assert.equal(b.data.length, 1, `${name} is visible to its user`);
+      return b.data[0] as { uuid: string; name: string; associations: string[] };
+    }
+
+    async function trending(): Promise<string[]> {
+      const b = await get(t, '/tags/trending?window=2&limit=50');
+      return b.data.map((x: { name: string }) => x.name);
+    }
+
+    it("a post's visibility change reaches its tags, lists, counts and trending at once", async () => {
+      const post = await createPost(t, alice, 'audience test #shifting');
+      const tag = await ownTag('shifting', alice);
+      const [assoc] = tag.associations;
+      assert.ok(assoc);
+      await expectSeenBy(tag, assoc, ['guest', 'alice', 'bob', 'carol']);
+      assert.ok((await trending()).includes('shifting'));
+
+      await call('POST', `/posts/${post}/update`, alice.token, { visibility: 'private' });
+      await expectSeenBy(tag, assoc, ['alice']);
+      assert.ok(!(await trending()).includes('shifting'), 'a private use leaves trending');
+
+      await call('POST', `/posts/${post}/update`, alice.token, { visibility: 'friends' });
+      await expectSeenBy(tag, assoc, ['alice', 'bob']);
+      assert.ok(!(await trending()).includes('shifting'));
+
+      await call('POST', `/posts/${post}/update`, alice.token, { visibility: 'public' });
+      await expectSeenBy(tag, assoc, ['guest', 'alice', 'bob', 'carol']);
+      assert.ok((await trending()).includes('shifting'));
+    });
+
+    it("a comment's associations follow its post, whoever wrote the comment", async () => {
+      const post = await createPost(t, alice, 'open thread');
+      await createComment(t, carol, post, 'my reply #commentaudience');
+      const tag = await ownTag('commentaudience', carol);
+      const [assoc] = tag.associations;
+      assert.ok(assoc);
+      await expectSeenBy(tag, assoc, ['guest', 'alice', 'bob', 'carol']);
+      await call('POST', `/posts/${post}/update`, alice.token, { visibility: 'friends' });
+      // The post's audience decides: carol wrote the comment but may no longer see the post it is under.
+      await expectSeenBy(tag, assoc, ['alice', 'bob']);
+      await call('POST', `/posts/${post}/update`, alice.token, { visibility: 'private' });
+      await expectSeenBy(tag, assoc, ['alice']);
+    });
+
+    it("a media item's visibility decides who sees its associations", async () => {
+      const media = uuidv7();
+      const now = nowIso();
+      await t.ctx.db
+        .insertInto('media')
+        .values({
+          uuid: media,
+          user_uuid: alice.uuid,
+          title: 'photo',
+          description: null,
+          content_type: 'image/png',
+          size: 1,
+          visibility: 'public',
+          language: 'en',
+          storage_key: `k-${media}`,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      const tag = await call('POST', '/tags/create', alice.token, {
+        name: 'mediaaudience',
+        tag_type: 'hashtag',
+      });
+      const assoc = await call('POST', '/tag-association', alice.token, {
+        tag_uuid: tag.uuid,
+        target_uuid: media,
+        target_type: 'media',
+      });
+      await expectSeenBy(tag, assoc.uuid, ['guest', 'alice', 'bob', 'carol']);
+      // No API operation changes a media item's visibility yet; any writer that does is followed by the triggers.
+      await t.ctx.db.updateTable('media').set({ visibility: 'friends' }).where('uuid', '=', media).execute();
+      await expectSeenBy(tag, assoc.uuid, ['alice', 'bob']);
+      await t.ctx.db.updateTable('media').set({ visibility: 'private' }).where('uuid', '=', media).execute();
+      await expectSeenBy(tag, assoc.uuid, ['alice']);
+    });
+
+    it("messages' associations are seen by their sender and recipient only", async () => {
+      const message = await call('POST', '/messages', alice.token, {
+        recipient_uuid: carol.uuid,
+        body: 'hi',
+      });
+      const tag = await call('POST', '/tags/create', alice.token, {
+        name: 'dmaudience',
+        tag_type: 'hashtag',
+      });
+      const assoc = await call('POST', '/tag-association', alice.token, {
+        tag_uuid: tag.uuid,
+        target_uuid: message.uuid,
+        target_type: 'messages',
+      });
+      // bob is alice's friend, which grants nothing on a message.
+      await expectSeenBy(tag, assoc.uuid, ['alice', 'carol']);
+    });
+
+    it("a connection's associations are seen by its two sides, by no one once it is deleted", async () => {
+      const dave = await t.createUser();
+      const connection = await connect(carol, dave);
+      const tag = await call('POST', '/tags/create', carol.token, {
+        name: 'linkaudience',
+        tag_type: 'hashtag',
+      });
+      // The API does not tag connections; other writers (events, imports) may, and the triggers cover them.
+      const assoc = uuidv7();
+      const now = nowIso();
+      await t.ctx.db
+        .insertInto('tag_associations')
+        .values({
+          uuid: assoc,
+          tag_uuid: tag.uuid,
+          user_uuid: carol.uuid,
+          target_uuid: connection,
+          target_type: 'connection',
+          language: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      await expectSeenBy(tag, assoc, ['carol']);
+      const asDave = await view(tag, dave.token);
+      assert.deepEqual(
+        [asDave.status, asDave.rows, asDave.total],
+        [200, [assoc], 1],
+        'the other side sees it',
+      );
+      await call('POST', `/connections/${connection}/delete`, dave.token);
+      await expectSeenBy(tag, assoc, []);
+      const row = await t.ctx.db
+        .selectFrom('tag_associations')
+        .select(['audience', 'audience_owner', 'audience_other'])
+        .where('uuid', '=', assoc)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(row, { audience: 'none', audience_owner: null, audience_other: null });
+    });
+
+    it('an association moved to another target takes the new audience', async () => {
+      const hidden = await createPost(t, alice, 'just me', { visibility: 'private' });
+      const open = await createPost(t, bob, 'everyone');
+      const tag = await call('POST', '/tags/create', alice.token, {
+        name: 'movingaudience',
+        tag_type: 'hashtag',
+      });
+      const assoc = await call('POST', '/tag-association', alice.token, {
+        tag_uuid: tag.uuid,
+        target_uuid: hidden,
+        target_type: 'post',
+      });
+      await expectSeenBy(tag, assoc.uuid, ['alice']);
+      await call('POST', `/tag-associations/${assoc.uuid}`, alice.token, {
+        _method: 'update',
+        target_uuid: open,
+      });
+      await expectSeenBy(tag, assoc.uuid, ['guest', 'alice', 'bob', 'carol']);
+      const message = await call('POST', '/messages', alice.token, {
+        recipient_uuid: bob.uuid,
+        body: 'psst',
+      });
+      const res = await t.inject({
+        method: 'PATCH',
+        url: `/tag-associations/${assoc.uuid}`,
+        token: alice.token,
+        payload: { target_uuid: message.uuid, target_type: 'messages' },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      await expectSeenBy(tag, assoc.uuid, ['alice', 'bob']);
+    });
+
+    it('check finds every association in step with its target, and reports a tampered one', async () => {
+      const run = async () => {
+        const lines: string[] = [];
+        const log = console.log;
+        console.log = (...args: unknown[]) => lines.push(args.join(' '));
+        try {
+          return { code: await checkCommand.run(t.ctx, []), out: lines.join('\n') };
+        } finally {
+          console.log = log;
+        }
+      };
+      // A deleted user takes their posts, the comments under them and every association of those along.
+      const erin = await t.createUser();
+      const gone = await createPost(t, erin, 'farewell #leavingaudience');
+      await createComment(t, bob, gone, 'bye #leavingaudience');
+      await call('POST', `/users/${erin.uuid}/delete`, erin.token);
+      const clean = await run();
+      assert.equal(clean.code, 0, clean.out);
+      assert.match(clean.out, /check OK/);
+
+      const post = await createPost(t, alice, 'not for you #tamperaudience', { visibility: 'private' });
+      const tag = await ownTag('tamperaudience', alice);
+      const [assoc] = tag.associations;
+      assert.ok(assoc);
+      await t.ctx.db
+        .updateTable('tag_associations')
+        .set({ audience: 'public' })
+        .where('uuid', '=', assoc)
+        .execute();
+      const tampered = await run();
+      assert.equal(tampered.code, 1);
+      assert.match(tampered.out, new RegExp(`audience mismatch: ${assoc} on post ${post} stored \\(public,`));
+      assert.match(tampered.out, /check FAILED: 1 tag associations/);
+      // The repair the message names: re-pointing a row at its target recomputes it.
+      await t.ctx.db
+        .updateTable('tag_associations')
+        .set((eb) => ({ target_uuid: eb.ref('target_uuid') }))
+        .where('uuid', '=', assoc)
+        .execute();
+      assert.equal((await run()).code, 0);
+      await expectSeenBy({ uuid: tag.uuid, name: tag.name }, assoc, ['alice']);
+    });
+  });
+}
