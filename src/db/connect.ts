@@ -4,7 +4,12 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database, Dialect } from './database.ts';
 import { ReaderPool, ReaderPoolDialect } from './reader-pool.ts';
-import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-driver.ts';
+import {
+  type GroupCommitOptions,
+  type GroupCommitStats,
+  NodeSqliteDatabase,
+  NodeSqliteDialect,
+} from './sqlite-driver.ts';
 
 /** An open database with the engine it runs on. */
 export interface DbHandle {
@@ -17,6 +22,8 @@ export interface DbHandle {
   dialect: Dialect;
   /** The SQLite file path, or undefined for PostgreSQL and in-memory databases. */
   sqlitePath: string | undefined;
+  /** SQLite with group commit: its counters (how many transactions each fsync acknowledged). */
+  groupCommitStats?: () => Readonly<GroupCommitStats> | undefined;
 }
 
 const TIMESTAMPTZ = 1184;
@@ -32,6 +39,11 @@ export interface ConnectOptions {
   statementTimeoutMs?: number;
   /** SQLite files only: reader threads behind readDb (0, the default: readDb is db). */
   readers?: number;
+  /**
+   * SQLite files only: commit concurrent transactions together, one fsync for the group (docs/reliability.md).
+   * On by default; false commits each transaction alone. In-memory databases never group (nothing to sync).
+   */
+  groupCommit?: boolean | GroupCommitOptions;
 }
 
 /** Opens the database named by a DATABASE_URL (sqlite:PATH or postgres://...). */
@@ -39,8 +51,18 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length) || ':memory:';
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const database = new NodeSqliteDatabase({ path, synchronous: options.synchronous ?? 'FULL' });
-    const db = new Kysely<Database>({ dialect: new NodeSqliteDialect({ database }) });
+    const synchronous = options.synchronous ?? 'FULL';
+    const database = new NodeSqliteDatabase({ path, synchronous });
+    const grouped = path !== ':memory:' && options.groupCommit !== false;
+    // Group commit reads outside transactions through a second connection that sees committed data only.
+    const reader = grouped ? new NodeSqliteDatabase({ path, synchronous, readOnly: true }) : undefined;
+    const groupCommit = typeof options.groupCommit === 'object' ? options.groupCommit : undefined;
+    const dialect = new NodeSqliteDialect({
+      database,
+      ...(reader ? { reader } : {}),
+      ...(groupCommit ? { groupCommit } : {}),
+    });
+    const db = new Kysely<Database>({ dialect });
     // An in-memory database belongs to its one connection, so no other thread can read it.
     const readers = path === ':memory:' ? 0 : (options.readers ?? 0);
     const readDb =
@@ -52,6 +74,7 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
       readDb,
       dialect: 'sqlite',
       sqlitePath: path === ':memory:' ? undefined : path,
+      ...(reader ? { groupCommitStats: () => dialect.groupCommitStats() } : {}),
     };
   }
   const pool = new pg.Pool({

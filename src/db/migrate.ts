@@ -8,6 +8,7 @@ import { searchFoldMigration } from './migrations/0003-search-fold.ts';
 import { listIndexesMigration } from './migrations/0004-list-indexes.ts';
 import { searchPlainWeightMigration } from './migrations/0005-search-plain-weight.ts';
 import { tagAudienceMigration } from './migrations/0006-tag-audience.ts';
+import { karmaNettingIndexMigration } from './migrations/0008-karma-netting-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -19,6 +20,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0004-list-indexes': listIndexesMigration(dialect),
     '0005-search-plain-weight': searchPlainWeightMigration(dialect),
     '0006-tag-audience': tagAudienceMigration(dialect),
+    '0008-karma-netting-index': karmaNettingIndexMigration(dialect),
   };
 }
 

@@ -31,14 +31,16 @@ export async function createPost(ctx: Context, userUuid: string, input: CreatePo
     if (input.network_uuid !== undefined && !(await findNetworkByUuid(trx, input.network_uuid))) {
       throw objectNotFound('network');
     }
-    const author = await findUserByUuid(trx, userUuid);
+    // The author's row is read only for the default language; an author deleted meanwhile fails the insert's
+    // foreign key either way (409).
+    const language = input.language ?? (await findUserByUuid(trx, userUuid))?.language ?? 'en';
     const now = nowIso();
     const row = {
       uuid: uuidv7(),
       user_uuid: userUuid,
       body: input.body,
       visibility: input.visibility ?? 'public',
-      language: input.language ?? author?.language ?? 'en',
+      language,
       network_uuid: input.network_uuid ?? null,
       created_at: now,
       updated_at: now,

@@ -1,0 +1,402 @@
+// Group commit on SQLite (docs/reliability.md, "Group commit"): transactions that queue for the one write
+// connection share one COMMIT, each in its own savepoint. These tests pin the contract: nothing is acknowledged
+// before its COMMIT returned, a failing member takes only itself down, a failed COMMIT fails every member, reads
+// outside transactions never see a group that is not committed yet. The HTTP part runs on both engines.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { type Generated, type Kysely, sql } from 'kysely';
+import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
+import { ApiError } from '../../src/http/errors.ts';
+import { body, testDialects } from '../helper.ts';
+import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
+
+// A scratch schema of its own: the driver is under test here, not the application's tables.
+interface Scratch {
+  parent: { id: number };
+  item: { id: Generated<number>; label: string; parent_id: number | null };
+}
+
+const count = (other: DatabaseSync, label: string) =>
+  Number((other.prepare('SELECT count(*) AS n FROM item WHERE label = ?').get(label) as { n: number }).n);
+
+describe('group commit in the SQLite driver', () => {
+  let dir: string;
+  let handle: DbHandle;
+  let db: Kysely<Scratch>;
+  let other: DatabaseSync;
+  const stats = () => ({ ...(handle.groupCommitStats?.() ?? assert.fail('no group commit stats')) });
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
+    const path = join(dir, 'g.db');
+    handle = connectDatabase(`sqlite:${path}`, {
+      synchronous: 'FULL',
+      groupCommit: { maxMembers: 64, maxDelayMs: 10_000 },
+    });
+    db = handle.db as unknown as Kysely<Scratch>;
+    await sql`CREATE TABLE parent (id INTEGER PRIMARY KEY)`.execute(db);
+    await sql`CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL,
+      parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`.execute(db);
+    await sql`INSERT INTO parent (id) VALUES (1)`.execute(db);
+    // An independent connection: what it sees is what is committed in the file.
+    other = new DatabaseSync(path, { readOnly: true });
+  });
+  after(async () => {
+    other?.close();
+    await handle?.db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const insert = (label: string, parent: number | null = 1) =>
+    db.transaction().execute(async (trx) => {
+      await trx.insertInto('item').values({ label, parent_id: parent }).execute();
+      return label;
+    });
+
+  it('commits transactions started in one turn together, acknowledging each only after the COMMIT', async () => {
+    const before = stats();
+    const seenAtAck: number[] = [];
+    const labels = ['a1', 'a2', 'a3', 'a4', 'a5'];
+    const acks = labels.map((l) =>
+      insert(l).then(() => {
+        seenAtAck.push(count(other, l));
+      }),
+    );
+    // Give every member time to run and release its savepoint, but not the end of the turn: nothing is committed.
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    assert.deepEqual(
+      labels.map((l) => count(other, l)),
+      [0, 0, 0, 0, 0],
+    );
+    await Promise.all(acks);
+    assert.deepEqual(seenAtAck, [1, 1, 1, 1, 1], 'each write was in the file when its caller heard of it');
+    const now = stats();
+    assert.equal(now.commits - before.commits, 1, 'one COMMIT for the five transactions');
+    assert.equal(now.committedMembers - before.committedMembers, 5);
+  });
+
+  it('rolls a failing member back to its savepoint only; the others commit and its caller gets its error', async () => {
+    const before = stats();
+    const boom = new Error('the write failed after its first statement');
+    const results = await Promise.allSettled([
+      insert('b1'),
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('item').values({ label: 'b2', parent_id: 1 }).execute();
+        await trx.insertInto('item').values({ label: 'b2', parent_id: 1 }).execute();
+        throw boom;
+      }),
+      insert('b3'),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.equal((results[1] as PromiseRejectedResult).reason, boom);
+    assert.deepEqual(
+      ['b1', 'b2', 'b3'].map((l) => count(other, l)),
+      [1, 0, 1],
+    );
+    const now = stats();
+    assert.equal(now.commits - before.commits, 1);
+    assert.equal(now.committedMembers - before.committedMembers, 2);
+    assert.equal(now.failedGroups, before.failedGroups);
+  });
+
+  it('fails every member with the same error when the group COMMIT fails, and leaves nothing', async () => {
+    // A deferred foreign key is checked at COMMIT: one member's dangling reference fails the whole group.
+    const before = stats();
+    const results = await Promise.allSettled([insert('c1'), insert('c2', 999), insert('c3')]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'rejected', 'rejected'],
+    );
+    const reasons = results.map((r) => (r as PromiseRejectedResult).reason as { message: string });
+    assert.match(reasons[0]?.message ?? '', /FOREIGN KEY/);
+    assert.equal(new Set(reasons).size, 1, 'one error, the COMMIT failure, for every member');
+    assert.deepEqual(
+      ['c1', 'c2', 'c3'].map((l) => count(other, l)),
+      [0, 0, 0],
+    );
+    const now = stats();
+    assert.equal(now.failedGroups - before.failedGroups, 1);
+    assert.equal(now.failedMembers - before.failedMembers, 3);
+    // The connection is usable again at once.
+    await insert('c4');
+    assert.equal(count(other, 'c4'), 1);
+  });
+
+  it('reads outside transactions see committed data only; a write outside one commits the open group first', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const held = db.transaction().execute(async (trx) => {
+      await trx.insertInto('item').values({ label: 'd1', parent_id: 1 }).execute();
+      await gate;
+    });
+    const quick = insert('d0');
+    await new Promise((r) => setImmediate(r));
+    // d1 is written but its transaction is still running; d0 queues behind it.
+    const seen = await db.selectFrom('item').select('label').where('label', 'in', ['d0', 'd1']).execute();
+    assert.deepEqual(seen, []);
+    release();
+    await Promise.all([held, quick]);
+    const after = await db
+      .selectFrom('item')
+      .select('label')
+      .where('label', 'in', ['d0', 'd1'])
+      .orderBy('label')
+      .execute();
+    assert.deepEqual(
+      after.map((r) => r.label),
+      ['d0', 'd1'],
+    );
+
+    // A statement outside transactions (here an UPDATE) first commits the group that is open.
+    const pending = insert('d2');
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    assert.equal(count(other, 'd2'), 0);
+    await db.updateTable('item').set({ label: 'd3' }).where('label', '=', 'd0').execute();
+    assert.equal(count(other, 'd2'), 1, 'the open group committed before the lone statement');
+    assert.equal(count(other, 'd3'), 1);
+    await pending;
+  });
+
+  it('commits at once when a group reaches its member cap', async () => {
+    const capped = connectDatabase(`sqlite:${join(dir, 'cap.db')}`, {
+      synchronous: 'NORMAL',
+      groupCommit: { maxMembers: 3, maxDelayMs: 10_000 },
+    });
+    try {
+      const cdb = capped.db as unknown as Kysely<Scratch>;
+      await sql`CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL, parent_id INTEGER)`.execute(
+        cdb,
+      );
+      await Promise.all(
+        Array.from({ length: 7 }, (_, i) =>
+          cdb.transaction().execute((trx) =>
+            trx
+              .insertInto('item')
+              .values({ label: `e${i}`, parent_id: null })
+              .execute(),
+          ),
+        ),
+      );
+      const s = capped.groupCommitStats?.();
+      assert.equal(s?.committedMembers, 7);
+      assert.equal(s?.commits, 3, 'groups of 3, 3 and 1');
+    } finally {
+      await capped.db.destroy();
+    }
+  });
+
+  it('checkpoints the WAL on a worker thread, and the write connection still closes last', async () => {
+    const path = join(dir, 'checkpointed.db');
+    const h = connectDatabase(`sqlite:${path}`, {
+      synchronous: 'FULL',
+      // The write connection's own checkpoint is pushed far away, so only the worker can copy the frames.
+      groupCommit: {
+        maxMembers: 64,
+        maxDelayMs: 50,
+        checkpointIntervalMs: 1,
+        backstopCheckpointPages: 1_000_000,
+      },
+    });
+    const hdb = h.db as unknown as Kysely<Scratch>;
+    await sql`CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL, parent_id INTEGER)`.execute(
+      hdb,
+    );
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          hdb.transaction().execute((trx) =>
+            trx
+              .insertInto('item')
+              .values({ label: `f${round}-${i}`, parent_id: null })
+              .execute(),
+          ),
+        ),
+      );
+    }
+    const deadline = Date.now() + 5000;
+    let s = h.groupCommitStats?.();
+    while (Date.now() < deadline) {
+      s = h.groupCommitStats?.();
+      // Done once a checkpoint found every frame of the last commit copied.
+      if (
+        s?.lastCheckpoint &&
+        s.lastCheckpoint.log > 0 &&
+        s.lastCheckpoint.checkpointed === s.lastCheckpoint.log
+      )
+        break;
+      await hdb
+        .transaction()
+        .execute((trx) => trx.insertInto('item').values({ label: 'nudge', parent_id: null }).execute());
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok((s?.checkpoints ?? 0) > 0, `the worker checkpointed: ${JSON.stringify(s)}`);
+    assert.equal(s?.lastCheckpoint?.checkpointed, s?.lastCheckpoint?.log, JSON.stringify(s));
+    await h.db.destroy();
+    // The write connection was the last one open: it checkpointed and removed the WAL.
+    assert.equal(existsSync(`${path}-wal`), false);
+    const check = new DatabaseSync(path, { readOnly: true });
+    assert.equal(
+      Number((check.prepare('SELECT count(*) AS n FROM item').get() as { n: number }).n) >= 100,
+      true,
+    );
+    check.close();
+  });
+
+  it('does not group an in-memory database, and can be switched off', async () => {
+    const memory = connectDatabase('sqlite::memory:');
+    const off = connectDatabase(`sqlite:${join(dir, 'off.db')}`, { groupCommit: false });
+    try {
+      assert.equal(memory.groupCommitStats, undefined);
+      assert.equal(off.groupCommitStats, undefined);
+    } finally {
+      await memory.db.destroy();
+      await off.db.destroy();
+    }
+  });
+});
+
+// Through HTTP, on both engines: concurrent posts, some of which fail after all their writes (a subscriber that
+// throws runs last in the transaction, after the post, its search document, its tags and its karma are written).
+for (const dialect of testDialects()) {
+  describe(`concurrent writes with failures in the same group [${dialect.name}]`, () => {
+    let t: LoggedApp;
+    before(async () => {
+      t = await startLoggedApp(dialect, UNLIMITED);
+      t.ctx.bus.on(['postCreated'], async (trx, event) => {
+        const row = await trx
+          .selectFrom('posts')
+          .select('body')
+          .where('uuid', '=', event.targetUuid)
+          .executeTakeFirst();
+        if (row?.body.includes('#doomed'))
+          throw new ApiError('invalid_request', 'this post is doomed by the test');
+      });
+    });
+    after(async () => t?.close());
+
+    let n = 0;
+    beforeEach(() => {
+      n++;
+    });
+
+    it('stores every successful post with its karma, tags and search document, and nothing of the failed ones', async () => {
+      const author = await t.createUser();
+      const mentioned = await t.createUser();
+      const word = `grouptest${n}${dialect.name}`;
+      const plan = Array.from({ length: 30 }, (_, i) => i % 3 === 1);
+      const statsBefore = { ...(t.handle.groupCommitStats?.() ?? {}) };
+      const responses = await Promise.all(
+        plan.map((doomed, i) =>
+          t.inject({
+            method: 'POST',
+            url: '/posts',
+            token: author.token,
+            payload: {
+              body: `${word} number ${i} #kept${n} @${mentioned.username}${doomed ? ' #doomed' : ''}`,
+            },
+          }),
+        ),
+      );
+      const kept: string[] = [];
+      responses.forEach((res, i) => {
+        if (plan[i]) {
+          assert.equal(res.statusCode, 400, res.body);
+        } else {
+          assert.equal(res.statusCode, 201, res.body);
+          kept.push(body(res).data.uuid);
+        }
+      });
+      assert.equal(kept.length, 20);
+
+      const posts = await t.ctx.db
+        .selectFrom('posts')
+        .select(['uuid', 'body'])
+        .where('user_uuid', '=', author.uuid)
+        .execute();
+      assert.deepEqual(
+        posts.map((p) => p.uuid).sort(),
+        [...kept].sort(),
+        'exactly the acknowledged posts exist',
+      );
+      const karma = await t.ctx.db
+        .selectFrom('karma')
+        .select(['source_uuid', 'points'])
+        .where('user_uuid', '=', author.uuid)
+        .execute();
+      assert.deepEqual(
+        karma.map((k) => k.source_uuid).sort(),
+        [...kept].sort(),
+        'one karma record per kept post',
+      );
+      const total = await t.ctx.db
+        .selectFrom('users')
+        .select('karma')
+        .where('uuid', '=', author.uuid)
+        .executeTakeFirst();
+      assert.equal(
+        Number(total?.karma),
+        karma.reduce((s, k) => s + Number(k.points), 0),
+      );
+
+      const tags = await t.inject({
+        method: 'GET',
+        url: `/tags?filterby[name]=kept${n}`,
+        token: author.token,
+      });
+      assert.equal(body(tags).data[0]?.associations_count, 20);
+      const doomedTag = await t.inject({
+        method: 'GET',
+        url: '/tags?filterby[name]=doomed',
+        token: author.token,
+      });
+      assert.equal(body(doomedTag).data[0]?.associations_count ?? 0, 0);
+      const mention = await t.inject({
+        method: 'GET',
+        url: `/tags?filterby[name]=${mentioned.username}&filterby[tag_type]=mention`,
+        token: author.token,
+      });
+      assert.equal(body(mention).data[0]?.associations_count, 20);
+      const associations = await t.ctx.db
+        .selectFrom('tag_associations')
+        .select('target_uuid')
+        .where('user_uuid', '=', author.uuid)
+        .execute();
+      assert.ok(
+        associations.every((a) => kept.includes(a.target_uuid)),
+        'no association of a failed post',
+      );
+
+      const found = await t.inject({
+        method: 'GET',
+        url: `/search?query=${word}&limit=100`,
+        token: author.token,
+      });
+      assert.equal(found.statusCode, 200, found.body);
+      assert.deepEqual(
+        body(found)
+          .data.filter((p: { type: string }) => p.type === 'post')
+          .map((p: { uuid: string }) => p.uuid)
+          .sort(),
+        [...kept].sort(),
+        'the search index holds exactly the kept posts',
+      );
+
+      if (dialect.name === 'sqlite') {
+        const s = t.handle.groupCommitStats?.();
+        const commits = (s?.commits ?? 0) - (statsBefore.commits ?? 0);
+        const members = (s?.committedMembers ?? 0) - (statsBefore.committedMembers ?? 0);
+        assert.equal(members, 20);
+        assert.ok(commits < members, `the writes shared commits: ${members} in ${commits}`);
+      }
+    });
+  });
+}
