@@ -185,6 +185,12 @@ export const variables = {
       "Items of search answers kept in each process's exact answer cache (an answer is reused only while nothing was committed since; 0: no cache). A request with `Cache-Control: no-cache` is always computed afresh.",
     parse: int(0, 1_000_000),
   },
+  READ_CACHE_ENTRIES: {
+    default: '10000',
+    description:
+      "Token checks and single tags kept in each process's exact read cache (an entry is reused only while nothing was committed since; 0: no cache).",
+    parse: int(0, 1_000_000),
+  },
   ACCESS_TOKEN_TTL_SECONDS: {
     default: '3600',
     description: 'Lifetime of access tokens.',

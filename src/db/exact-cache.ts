@@ -1,11 +1,34 @@
+import { sql } from 'kysely';
+import type { Db, Dialect } from './database.ts';
+
 /**
- * An exact cache of search answers: an answer is reused only while the database is unchanged since it was
- * computed (any committed write anywhere, by this process or another, moves the data version: see
- * `dataVersion` in search.repository.ts). So a cached answer is always the answer a fresh search would give: no
+ * A value that changes whenever anything is committed to the database, by any connection or process: the
+ * version cached answers are kept under. SQLite: this connection's own row changes plus `data_version` (bumped by
+ * commits of every other connection); read on `ctx.db`, whose queries wait for an open transaction to end.
+ * PostgreSQL: the current snapshot (a write needs a transaction id, which moves xmax, and its commit leaves the
+ * in-progress list).
+ */
+export async function dataVersion(db: Db, dialect: Dialect): Promise<string> {
+  if (dialect === 'postgres') {
+    const r = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
+    return r.rows[0]?.v ?? '';
+  }
+  const r = await sql<{
+    c: number;
+    v: number;
+  }>`select total_changes() as c, (select data_version from pragma_data_version) as v`.execute(db);
+  const row = r.rows[0];
+  return row ? `${row.c}:${row.v}` : '';
+}
+
+/**
+ * An exact cache of read answers (searches, single tags, token checks): an answer is reused only while the
+ * database is unchanged since it was computed (any committed write anywhere, by this process or another, moves
+ * the data version: `dataVersion`). So a cached answer is always the answer a fresh search would give: no
  * staleness, nothing a viewer may no longer see, read-your-writes kept. Keys hold the viewer, so one viewer's
  * answer is never given to another. Identical requests arriving while one is being computed share it.
  */
-export class SearchCache<T> {
+export class ExactCache<T> {
   readonly #entries = new Map<string, { version: string; value: T; weight: number }>();
   readonly #pending = new Map<string, Promise<T>>();
   readonly #weigh: (value: T) => number;

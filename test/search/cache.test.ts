@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { connectDatabase } from '../../src/db/connect.ts';
-import { SearchCache } from '../../src/modules/search/search.cache.ts';
+import { ExactCache } from '../../src/db/exact-cache.ts';
 import { injectWithToken, startTestApp, type TestApp, testDialects } from '../helper.ts';
 import { buildWorld, call, type World } from './world.ts';
 
@@ -125,9 +125,9 @@ for (const dialect of testDialects()) {
   });
 }
 
-describe('SearchCache', () => {
+describe('ExactCache', () => {
   it('computes identical concurrent requests once and reuses the answer while the version holds', async () => {
-    const cache = new SearchCache<number[]>(100, (v) => v.length);
+    const cache = new ExactCache<number[]>(100, (v) => v.length);
     let computed = 0;
     const compute = async () => {
       computed++;
@@ -145,7 +145,7 @@ describe('SearchCache', () => {
   });
 
   it('keeps at most its weight, dropping the least recently used answers', async () => {
-    const cache = new SearchCache<number[]>(10, (v) => v.length);
+    const cache = new ExactCache<number[]>(10, (v) => v.length);
     const four = async () => [1, 2, 3, 4];
     await cache.get('v', 'a', four);
     await cache.get('v', 'b', four);
@@ -163,7 +163,7 @@ describe('SearchCache', () => {
   });
 
   it('does not keep an answer computed under a version that changed meanwhile', async () => {
-    const cache = new SearchCache<number[]>(100, (v) => v.length);
+    const cache = new ExactCache<number[]>(100, (v) => v.length);
     let release: () => void = () => {};
     const slow = cache.get('v1', 'k', () => new Promise<number[]>((r) => (release = () => r([1]))));
     await cache.get('v2', 'other', async () => [2]);

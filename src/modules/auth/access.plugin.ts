@@ -88,7 +88,7 @@ async function accessPlugin(app: FastifyInstance, opts: { ctx: Context }): Promi
           { 'WWW-Authenticate': 'Bearer' },
         );
       }
-      const auth = await authenticate(ctx.db, token);
+      const auth = await authenticate(ctx, token);
       request.auth = auth;
       reply.header('cache-control', 'no-store');
       if (access === 'public') return;

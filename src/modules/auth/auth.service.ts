@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
+import { dataVersion, ExactCache } from '../../db/exact-cache.ts';
 import { isoIn, nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError } from '../../http/errors.ts';
 import * as repo from './auth.repository.ts';
@@ -17,13 +18,39 @@ export interface AuthContext {
 const unauthenticated = (message: string) =>
   new ApiError('unauthenticated', message, undefined, { 'WWW-Authenticate': 'Bearer' });
 
+type TokenCheckRow = Awaited<ReturnType<typeof repo.findTokenForCheck>>;
+
+// One cache per app (per database): a version is only meaningful for the database it was read from.
+const tokenCaches = new WeakMap<Context, ExactCache<{ row: TokenCheckRow }>>();
+
+/**
+ * The token row of a hash, from the exact read cache while nothing was committed since it was read (a revocation,
+ * a deleted user or a disabled client is a commit, so it is seen by the very next request).
+ */
+async function findTokenRow(ctx: Context, tokenHash: string): Promise<TokenCheckRow> {
+  const entries = ctx.config.READ_CACHE_ENTRIES;
+  if (entries <= 0) return repo.findTokenForCheck(ctx.db, tokenHash);
+  let cache = tokenCaches.get(ctx);
+  if (!cache) {
+    cache = new ExactCache<{ row: TokenCheckRow }>(entries, () => 1);
+    tokenCaches.set(ctx, cache);
+  }
+  const version = await dataVersion(ctx.db, ctx.dialect);
+  return (
+    await cache.get(version, tokenHash, async () => ({
+      row: await repo.findTokenForCheck(ctx.db, tokenHash),
+    }))
+  ).row;
+}
+
 /** The client credentials check: the bearer token is known, unexpired, unrevoked and its client active. */
-export async function authenticate(db: Db, rawToken: string): Promise<AuthContext> {
-  const row = await repo.findTokenForCheck(db, hashToken(rawToken));
+export async function authenticate(ctx: Context, rawToken: string): Promise<AuthContext> {
+  const row = await findTokenRow(ctx, hashToken(rawToken));
   if (row?.kind !== 'access')
     throw unauthenticated('The bearer token is not known. Get one from POST /oauth/token.');
   if (row.revoked_at !== null)
     throw unauthenticated('The bearer token was revoked. Get a new one from POST /oauth/token.');
+  // Checked at every use, cached or not: expiry is a matter of time, not of a write.
   if (row.expires_at <= nowIso())
     throw unauthenticated('The bearer token has expired. Refresh it or get a new one.');
   if (row.client_disabled)

@@ -403,26 +403,6 @@ export async function findMatchesOrdered(
   return r.rows.map(toCandidate);
 }
 
-/**
- * A value that changes whenever anything is committed to the database, by any connection or process: the
- * version search answers are cached under (search.cache.ts). SQLite: this connection's own row changes plus
- * `data_version` (bumped by commits of every other connection); read on `ctx.db`, whose queries wait for an open
- * transaction to end. PostgreSQL: the current snapshot (a write needs a transaction id, which moves xmax, and its
- * commit leaves the in-progress list).
- */
-export async function dataVersion(db: Db, dialect: Dialect): Promise<string> {
-  if (dialect === 'postgres') {
-    const r = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
-    return r.rows[0]?.v ?? '';
-  }
-  const r = await sql<{
-    c: number;
-    v: number;
-  }>`select total_changes() as c, (select data_version from pragma_data_version) as v`.execute(db);
-  const row = r.rows[0];
-  return row ? `${row.c}:${row.v}` : '';
-}
-
 /** Names (users, networks, hashtags) sharing a trigram with the query: the candidates of typo tolerance. */
 export async function findNameCandidates(
   db: Db,

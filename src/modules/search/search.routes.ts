@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { Context } from '../../context.ts';
+import { asksNoCache } from '../../http/cache-control.ts';
 import { ListEnvelope, okList } from '../../http/envelope.ts';
 import {
   CompleteItemSchema,
@@ -50,7 +51,7 @@ export default async function searchRoutes(app: FastifyInstance, opts: { ctx: Co
       async (request: FastifyRequest) => {
         const viewer = request.auth?.userUuid ?? null;
         const query = request.query as service.SearchParams;
-        const fresh = /(?:^|,)\s*no-cache\s*(?:,|$)/i.test(request.headers['cache-control'] ?? '');
+        const fresh = asksNoCache(request.headers['cache-control']);
         const found = await service.cachedAnswer(ctx, r.path, viewer, query, fresh, () =>
           r.run(viewer, query),
         );

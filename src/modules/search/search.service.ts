@@ -1,4 +1,5 @@
 import type { Context } from '../../context.ts';
+import { dataVersion, ExactCache } from '../../db/exact-cache.ts';
 import type { ErrorDetail } from '../../http/errors.ts';
 import { ApiError } from '../../http/errors.ts';
 import { parseUuidList } from '../../http/list-query.ts';
@@ -14,7 +15,6 @@ import type { TagTable } from '../tag/tag.table.ts';
 import { findNewestAssociationUuids } from '../tag-association/tag-association.repository.ts';
 import { toPublicUser } from '../user/user.service.ts';
 import type { UserTable } from '../user/user.table.ts';
-import { SearchCache } from './search.cache.ts';
 import {
   allowedEdits,
   candidateTrigrams,
@@ -414,11 +414,11 @@ function itemCount(answer: SearchResult<unknown>): number {
 }
 
 // One cache per app (per database): a version is only meaningful for the database it was read from.
-const caches = new WeakMap<Context, SearchCache<SearchResult<unknown>>>();
+const caches = new WeakMap<Context, ExactCache<SearchResult<unknown>>>();
 
 /**
  * The answer of one search operation, from the exact answer cache when the database has not changed since it was
- * computed (search.cache.ts), else computed. Keyed by operation, viewer, the request's parameters and the tuning.
+ * computed (src/db/exact-cache.ts), else computed. Keyed by operation, viewer, the request's parameters and the tuning.
  * `fresh` (the request said `Cache-Control: no-cache`) computes anew and stores the answer for later requests.
  */
 export async function cachedAnswer<T>(
@@ -433,10 +433,10 @@ export async function cachedAnswer<T>(
   if (items <= 0) return compute();
   let cache = caches.get(ctx);
   if (!cache) {
-    cache = new SearchCache<SearchResult<unknown>>(items, itemCount);
+    cache = new ExactCache<SearchResult<unknown>>(items, itemCount);
     caches.set(ctx, cache);
   }
-  const version = await repo.dataVersion(ctx.db, ctx.dialect);
+  const version = await dataVersion(ctx.db, ctx.dialect);
   const key = JSON.stringify([
     operation,
     viewer,

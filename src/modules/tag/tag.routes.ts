@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
+import { asksNoCache } from '../../http/cache-control.ts';
 import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { invalidField } from '../../http/errors.ts';
@@ -63,8 +64,10 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
         response: { 200: DataEnvelope(TagSchema) },
       },
     },
-    async (request) =>
-      ok(await getTag(ctx, (request.params as { tag_uuid: string }).tag_uuid, viewer(request))),
+    async (request) => {
+      const fresh = asksNoCache(request.headers['cache-control']);
+      return ok(await getTag(ctx, (request.params as { tag_uuid: string }).tag_uuid, viewer(request), fresh));
+    },
   );
 
   app.get(

@@ -1,5 +1,6 @@
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
+import { dataVersion, ExactCache } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
 import { parseListQuery } from '../../http/list-query.ts';
@@ -79,10 +80,43 @@ async function storedApiTag(trx: Db, uuid: string, viewer: string | null): Promi
  * One tag by uuid, if visible to the viewer (an emotion, a tag without associations, or one with an association on
  * something the viewer may see; otherwise 404 as if missing); its association uuids only those the viewer may see.
  */
-export async function getTag(ctx: Context, uuid: string, viewer: string | null): Promise<ApiTag> {
-  const found = await findVisibleTagWithAssociations(ctx.db, uuid.toLowerCase(), viewer, ASSOCIATIONS_IN_TAG);
-  if (!found) throw objectNotFound('tag');
-  return toApiTag(found.row, found.associations);
+export async function getTag(
+  ctx: Context,
+  uuid: string,
+  viewer: string | null,
+  fresh = false,
+): Promise<ApiTag> {
+  const key = uuid.toLowerCase();
+  const read = async () => {
+    const found = await findVisibleTagWithAssociations(ctx.db, key, viewer, ASSOCIATIONS_IN_TAG);
+    return { tag: found ? toApiTag(found.row, found.associations) : undefined };
+  };
+  const { tag } = await cachedRead(ctx, JSON.stringify([key, viewer]), fresh, read);
+  if (!tag) throw objectNotFound('tag');
+  return tag;
+}
+
+// One cache per app (per database): a version is only meaningful for the database it was read from.
+const tagCaches = new WeakMap<Context, ExactCache<{ tag: ApiTag | undefined }>>();
+
+/**
+ * A single tag's answer from the exact read cache while nothing was committed since it was read (src/db/exact-cache.ts);
+ * `fresh` (the request said `Cache-Control: no-cache`) reads anew.
+ */
+async function cachedRead(
+  ctx: Context,
+  key: string,
+  fresh: boolean,
+  read: () => Promise<{ tag: ApiTag | undefined }>,
+): Promise<{ tag: ApiTag | undefined }> {
+  const entries = ctx.config.READ_CACHE_ENTRIES;
+  if (entries <= 0) return read();
+  let cache = tagCaches.get(ctx);
+  if (!cache) {
+    cache = new ExactCache<{ tag: ApiTag | undefined }>(entries, () => 1);
+    tagCaches.set(ctx, cache);
+  }
+  return cache.get(await dataVersion(ctx.db, ctx.dialect), key, read, fresh);
 }
 
 /**
