@@ -118,14 +118,16 @@ export async function scenarios(base: string, client: { id: string; secret: stri
   // The commonest-word rotation is compared with LIKE word by word too.
   const rotation = list.find((s) => s.requests && s.method === 'GET');
   if (rotation) rotation.likeTerms = common.slice(0, 5);
-  return list.flatMap((s) => (s.path.startsWith('/search') ? [s, uncached(s)] : [s]));
+  return list.flatMap((s) =>
+    s.path.startsWith('/search') || s.path.startsWith('/tags/') ? [s, uncached(s)] : [s],
+  );
 }
 
 /** Headers that ask the API for an answer computed afresh, not one from its exact answer cache. */
 export const NO_CACHE = { 'cache-control': 'no-cache' } as const;
 
 /**
- * The same search with `Cache-Control: no-cache`: every request pays the whole search, as when writes keep
+ * The same read with `Cache-Control: no-cache`: every request pays the whole search, as when writes keep
  * invalidating the cache (docs/search.md, "Speed").
  */
 function uncached(s: Scenario): Scenario {
