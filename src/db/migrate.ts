@@ -9,6 +9,7 @@ import { listIndexesMigration } from './migrations/0004-list-indexes.ts';
 import { searchPlainWeightMigration } from './migrations/0005-search-plain-weight.ts';
 import { tagAudienceMigration } from './migrations/0006-tag-audience.ts';
 import { karmaNettingIndexMigration } from './migrations/0008-karma-netting-index.ts';
+import { tagAudienceTriggerMigration } from './migrations/0009-tag-audience-trigger.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -21,6 +22,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0005-search-plain-weight': searchPlainWeightMigration(dialect),
     '0006-tag-audience': tagAudienceMigration(dialect),
     '0008-karma-netting-index': karmaNettingIndexMigration(dialect),
+    '0009-tag-audience-trigger': tagAudienceTriggerMigration(dialect),
   };
 }
 

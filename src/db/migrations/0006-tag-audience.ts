@@ -30,7 +30,7 @@ export function tagAudienceMigration(dialect: Dialect) {
 }
 
 /** The audience of a post or media visibility value: the three known ones as they are, anything else private. */
-const audienceOf = (visibility: string) =>
+export const audienceOf = (visibility: string) =>
   `CASE WHEN ${visibility} IN ('public', 'friends', 'private') THEN ${visibility} ELSE 'private' END`;
 
 /**
