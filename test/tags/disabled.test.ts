@@ -141,6 +141,24 @@ for (const dialect of testDialects()) {
       assert.equal((await put(admin.token, { name: 'x', tag_type: 'hashtag' }, MISSING)).statusCode, 404);
     });
 
+    it('two renames racing to one name: one wins, the other is 409, never 500', async () => {
+      for (let round = 0; round < 10; round++) {
+        const a = body(await create(owner.token, { name: `racea${round}`, tag_type: 'mention' })).data;
+        const b = body(await create(owner.token, { name: `raceb${round}`, tag_type: 'mention' })).data;
+        const rename = (uuid: string) =>
+          t.inject({
+            method: 'PUT',
+            url: `/tags/${uuid}/update`,
+            token: admin.token,
+            payload: { name: `racewin${round}`, tag_type: 'mention' },
+          });
+        const statuses = (await Promise.all([rename(a.uuid), rename(b.uuid)]))
+          .map((r) => r.statusCode)
+          .sort();
+        assert.deepEqual(statuses, [200, 409], `round ${round}`);
+      }
+    });
+
     it('deletes tags for admins only, with their associations; the body takes no properties', async () => {
       const things = await findTag(t, 'hashtag', 'things');
       assert.equal(things.associations_count, 1);

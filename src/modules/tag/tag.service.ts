@@ -1,5 +1,6 @@
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { dataVersion, ExactCache } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
@@ -244,19 +245,27 @@ export async function updateTag(
   viewer: string | null,
 ): Promise<ApiTag> {
   const { name, key } = validName(input.name, input.tag_type);
-  return ctx.db.transaction().execute(async (trx) => {
-    const row = await findTagByUuid(trx, uuid.toLowerCase());
-    if (!row) throw objectNotFound('tag');
-    const clash = await findTagByKey(trx, input.tag_type, key);
-    if (clash && clash.uuid !== row.uuid) throw conflict(input.tag_type, clash);
-    await updateTagRow(trx, row.uuid, {
-      name,
-      name_key: key,
-      tag_type: input.tag_type,
-      updated_at: nowIso(),
+  try {
+    return await ctx.db.transaction().execute(async (trx) => {
+      const row = await findTagByUuid(trx, uuid.toLowerCase());
+      if (!row) throw objectNotFound('tag');
+      const clash = await findTagByKey(trx, input.tag_type, key);
+      if (clash && clash.uuid !== row.uuid) throw conflict(input.tag_type, clash);
+      await updateTagRow(trx, row.uuid, {
+        name,
+        name_key: key,
+        tag_type: input.tag_type,
+        updated_at: nowIso(),
+      });
+      return storedApiTag(trx, row.uuid, viewer);
     });
-    return storedApiTag(trx, row.uuid, viewer);
-  });
+  } catch (err) {
+    // On PostgreSQL a concurrent writer can take the key between the check and the update (read committed).
+    if (!isUniqueViolation(err)) throw err;
+    const winner = await findTagByKey(ctx.db, input.tag_type, key);
+    if (!winner) throw err;
+    throw conflict(input.tag_type, winner);
+  }
 }
 
 /** Deletes a tag and every association of it (tags.delete). */
