@@ -188,7 +188,7 @@ export const variables = {
   READ_CACHE_ENTRIES: {
     default: '10000',
     description:
-      "Token checks and single tags kept in each process's exact read cache (an entry is reused only while nothing was committed since; 0: no cache).",
+      "Token checks and tag reads (single tags, tag and association list pages) kept in each process's exact read cache (an entry is reused only while nothing was committed since; 0: no cache).",
     parse: int(0, 1_000_000),
   },
   ACCESS_TOKEN_TTL_SECONDS: {

@@ -109,3 +109,42 @@ export class ExactCache<T> {
     }
   }
 }
+
+/** Where a cached read's answers live and what limits them: one cache per database handle and purpose. */
+export interface ReadCacheScope {
+  /** The app's database (its Kysely instance identifies the cache) and engine. */
+  db: Db;
+  dialect: Dialect;
+  /** Most weight held (0: no cache); read when the cache is first made. */
+  capacity: number;
+}
+
+// Keyed by the database handle: a version is only meaningful for the database it was read from.
+const readCaches = new WeakMap<Db, Map<string, ExactCache<unknown>>>();
+
+/**
+ * The answer of a read from the exact cache named `purpose` of `scope` while the database is unchanged since it was
+ * computed, else `compute`d (and kept). `fresh` (the request said `Cache-Control: no-cache`) computes anew.
+ * `weigh` gives an answer's weight against the capacity (default 1 per answer).
+ */
+export async function cachedRead<T>(
+  scope: ReadCacheScope,
+  purpose: string,
+  key: string,
+  fresh: boolean,
+  compute: () => Promise<T>,
+  weigh: (value: T) => number = () => 1,
+): Promise<T> {
+  if (scope.capacity <= 0) return compute();
+  let byPurpose = readCaches.get(scope.db);
+  if (!byPurpose) {
+    byPurpose = new Map();
+    readCaches.set(scope.db, byPurpose);
+  }
+  let cache = byPurpose.get(purpose) as ExactCache<T> | undefined;
+  if (!cache) {
+    cache = new ExactCache<T>(scope.capacity, weigh);
+    byPurpose.set(purpose, cache as ExactCache<unknown>);
+  }
+  return cache.get(await dataVersion(scope.db, scope.dialect), key, compute, fresh);
+}

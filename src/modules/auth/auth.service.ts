@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
-import { dataVersion, ExactCache } from '../../db/exact-cache.ts';
+import { cachedRead } from '../../db/exact-cache.ts';
 import { isoIn, nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError } from '../../http/errors.ts';
 import * as repo from './auth.repository.ts';
@@ -20,27 +20,17 @@ const unauthenticated = (message: string) =>
 
 type TokenCheckRow = Awaited<ReturnType<typeof repo.findTokenForCheck>>;
 
-// One cache per app (per database): a version is only meaningful for the database it was read from.
-const tokenCaches = new WeakMap<Context, ExactCache<{ row: TokenCheckRow }>>();
-
 /**
  * The token row of a hash, from the exact read cache while nothing was committed since it was read (a revocation,
  * a deleted user or a disabled client is a commit, so it is seen by the very next request).
  */
 async function findTokenRow(ctx: Context, tokenHash: string): Promise<TokenCheckRow> {
-  const entries = ctx.config.READ_CACHE_ENTRIES;
-  if (entries <= 0) return repo.findTokenForCheck(ctx.db, tokenHash);
-  let cache = tokenCaches.get(ctx);
-  if (!cache) {
-    cache = new ExactCache<{ row: TokenCheckRow }>(entries, () => 1);
-    tokenCaches.set(ctx, cache);
-  }
-  const version = await dataVersion(ctx.db, ctx.dialect);
-  return (
-    await cache.get(version, tokenHash, async () => ({
-      row: await repo.findTokenForCheck(ctx.db, tokenHash),
-    }))
-  ).row;
+  const scope = { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
+  // Wrapped: an unknown token (undefined) is an answer worth keeping too.
+  const found = await cachedRead(scope, 'token', tokenHash, false, async () => ({
+    row: await repo.findTokenForCheck(ctx.db, tokenHash),
+  }));
+  return found.row;
 }
 
 /** The client credentials check: the bearer token is known, unexpired, unrevoked and its client active. */

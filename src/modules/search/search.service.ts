@@ -1,5 +1,5 @@
 import type { Context } from '../../context.ts';
-import { dataVersion, ExactCache } from '../../db/exact-cache.ts';
+import { cachedRead } from '../../db/exact-cache.ts';
 import type { ErrorDetail } from '../../http/errors.ts';
 import { ApiError } from '../../http/errors.ts';
 import { parseUuidList } from '../../http/list-query.ts';
@@ -413,13 +413,10 @@ function itemCount(answer: SearchResult<unknown>): number {
   return Object.values(data as Record<string, unknown[]>).reduce((n, list) => n + list.length, 0);
 }
 
-// One cache per app (per database): a version is only meaningful for the database it was read from.
-const caches = new WeakMap<Context, ExactCache<SearchResult<unknown>>>();
-
 /**
  * The answer of one search operation, from the exact answer cache when the database has not changed since it was
- * computed (src/db/exact-cache.ts), else computed. Keyed by operation, viewer, the request's parameters and the tuning.
- * `fresh` (the request said `Cache-Control: no-cache`) computes anew and stores the answer for later requests.
+ * computed (src/db/exact-cache.ts), else computed. Keyed by operation, viewer, the request's parameters and the
+ * tuning. `fresh` (the request said `Cache-Control: no-cache`) computes anew and stores the answer for later requests.
  */
 export async function cachedAnswer<T>(
   ctx: Context,
@@ -429,14 +426,7 @@ export async function cachedAnswer<T>(
   fresh: boolean,
   compute: () => Promise<SearchResult<T>>,
 ): Promise<SearchResult<T>> {
-  const items = ctx.config.SEARCH_CACHE_ITEMS;
-  if (items <= 0) return compute();
-  let cache = caches.get(ctx);
-  if (!cache) {
-    cache = new ExactCache<SearchResult<unknown>>(items, itemCount);
-    caches.set(ctx, cache);
-  }
-  const version = await dataVersion(ctx.db, ctx.dialect);
+  const scope = { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.SEARCH_CACHE_ITEMS };
   const key = JSON.stringify([
     operation,
     viewer,
@@ -444,7 +434,7 @@ export async function cachedAnswer<T>(
     searchTuning.rankedCandidates,
     searchTuning.recentDocs,
   ]);
-  return (await cache.get(version, key, compute, fresh)) as SearchResult<T>;
+  return cachedRead(scope, 'search', key, fresh, compute, itemCount);
 }
 
 /** GET /search: mixed kinds ranked together; a `#` query searches hashtags in the tag store instead. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
+import { asksNoCache } from '../../http/cache-control.ts';
 import { isOperationEnabled } from '../../http/disabled.ts';
 import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
@@ -78,7 +79,8 @@ export default async function tagAssociationRoutes(
     },
     async (request) => {
       const query = request.query as Record<string, unknown>;
-      const { data, count } = await listAssociations(ctx, query, request.auth?.userUuid ?? null);
+      const fresh = asksNoCache(request.headers['cache-control']);
+      const { data, count } = await listAssociations(ctx, query, request.auth?.userUuid ?? null, fresh);
       return okList(data, count);
     },
   );

@@ -1,5 +1,6 @@
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
+import { cachedRead } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { isOperationEnabled, operationDisabled } from '../../http/disabled.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
@@ -85,14 +86,31 @@ export async function getAssociation(
 }
 
 /** The association list (targets visible to the viewer), optionally of one target language; exact count.total. */
-export async function listAssociations(ctx: Context, query: Record<string, unknown>, viewer: string | null) {
+export async function listAssociations(
+  ctx: Context,
+  query: Record<string, unknown>,
+  viewer: string | null,
+  fresh = false,
+) {
   const lq = parseListQuery(query, ASSOCIATION_WHITELIST, LIST_MAX_OFFSET);
   const language = typeof query.language === 'string' ? query.language : undefined;
-  const [rows, total] = await Promise.all([
-    listAssociationRows(ctx.readDb, lq, language, viewer),
-    countAssociationRows(ctx.readDb, lq, language, viewer),
-  ]);
-  return { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
+  const scope = { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
+  const page = async () => {
+    const [rows, total] = await Promise.all([
+      listAssociationRows(ctx.readDb, lq, language, viewer),
+      countAssociationRows(ctx.readDb, lq, language, viewer),
+    ]);
+    return { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
+  };
+  // Exact: reused only while nothing was committed since (src/db/exact-cache.ts).
+  return cachedRead(
+    scope,
+    'tag-associations',
+    JSON.stringify([query, viewer]),
+    fresh,
+    page,
+    (p) => p.data.length + 1,
+  );
 }
 
 /** The creator of an association, or undefined when it does not exist (for the owner check). */

@@ -91,7 +91,9 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
       },
     },
     async (request) => {
-      const { data, count } = await listTags(ctx, request.query as Record<string, unknown>, viewer(request));
+      const fresh = asksNoCache(request.headers['cache-control']);
+      const query = request.query as Record<string, unknown>;
+      const { data, count } = await listTags(ctx, query, viewer(request), fresh);
       return okList(data, count);
     },
   );

@@ -1,10 +1,10 @@
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { dataVersion, ExactCache } from '../../db/exact-cache.ts';
+import { cachedRead, type ReadCacheScope } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
-import { parseListQuery } from '../../http/list-query.ts';
+import { type ListQuery, parseListQuery } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
 import {
   deleteAssociationsOfTag,
@@ -92,40 +92,38 @@ export async function getTag(
     const found = await findVisibleTagWithAssociations(ctx.db, key, viewer, ASSOCIATIONS_IN_TAG);
     return { tag: found ? toApiTag(found.row, found.associations) : undefined };
   };
-  const { tag } = await cachedRead(ctx, JSON.stringify([key, viewer]), fresh, read);
+  const { tag } = await cachedRead(readCache(ctx), 'tag', JSON.stringify([key, viewer]), fresh, read);
   if (!tag) throw objectNotFound('tag');
   return tag;
-}
-
-// One cache per app (per database): a version is only meaningful for the database it was read from.
-const tagCaches = new WeakMap<Context, ExactCache<{ tag: ApiTag | undefined }>>();
-
-/**
- * A single tag's answer from the exact read cache while nothing was committed since it was read (src/db/exact-cache.ts);
- * `fresh` (the request said `Cache-Control: no-cache`) reads anew.
- */
-async function cachedRead(
-  ctx: Context,
-  key: string,
-  fresh: boolean,
-  read: () => Promise<{ tag: ApiTag | undefined }>,
-): Promise<{ tag: ApiTag | undefined }> {
-  const entries = ctx.config.READ_CACHE_ENTRIES;
-  if (entries <= 0) return read();
-  let cache = tagCaches.get(ctx);
-  if (!cache) {
-    cache = new ExactCache<{ tag: ApiTag | undefined }>(entries, () => 1);
-    tagCaches.set(ctx, cache);
-  }
-  return cache.get(await dataVersion(ctx.db, ctx.dialect), key, read, fresh);
 }
 
 /**
  * The tag list: paging, sortby, filterby, uuids over the tags visible to the viewer; count.total is the exact size
  * of that filtered set.
  */
-export async function listTags(ctx: Context, query: Record<string, unknown>, viewer: string | null) {
+export async function listTags(
+  ctx: Context,
+  query: Record<string, unknown>,
+  viewer: string | null,
+  fresh = false,
+) {
   const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
+  return cachedRead(
+    readCache(ctx),
+    'tags',
+    JSON.stringify([query, viewer]),
+    fresh,
+    () => listTagPage(ctx, lq, viewer),
+    (page) => page.data.length + 1,
+  );
+}
+
+/** The exact read cache of tag reads (src/db/exact-cache.ts), sized by READ_CACHE_ENTRIES. */
+export function readCache(ctx: Context): ReadCacheScope {
+  return { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
+}
+
+async function listTagPage(ctx: Context, lq: ListQuery, viewer: string | null) {
   const [rows, total] = await Promise.all([
     listTagRows(ctx.readDb, lq, viewer),
     countTagRows(ctx.readDb, lq, viewer),
