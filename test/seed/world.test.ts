@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldCounts } from '../../src/cli/seed/world.ts';
 import { checkKarmaTotals } from '../../src/modules/karma/karma.service.ts';
-import { body, startTestApp, type TestApp, testDialects } from '../helper.ts';
+import { checkAssociationAudiences } from '../../src/modules/tag-association/tag-association.service.ts';
+import { body, insertTestUser, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 const OPTIONS = { ...WORLD_DEFAULTS, users: 30, posts: 200, seed: 42, batch: 64, bulk: false };
 
@@ -33,6 +35,56 @@ async function tableCounts(t: TestApp): Promise<Record<string, number>> {
     out[table] = Number(row.n);
   }
   return out;
+}
+
+/** What the search index holds, without the uuids (they come from the clock and differ between the two worlds). */
+async function searchContent(t: TestApp) {
+  const docs = await sql<{ kind: string; to_nobody: unknown }>`
+    select kind, visibility, recipient_uuid is null as to_nobody, language, title, body from search_docs
+    order by kind, body, title, visibility, language`.execute(t.ctx.db);
+  const names = await sql<Record<string, unknown>>`
+    select kind, name, name_fold from search_names order by kind, name, name_fold`.execute(t.ctx.db);
+  return { docs: docs.rows.map((r) => ({ ...r, to_nobody: Boolean(r.to_nobody) })), names: names.rows };
+}
+
+/** Tags with their counts, and the karma ledger summed per rule. */
+async function tagsAndKarma(t: TestApp) {
+  const tags = await t.ctx.db
+    .selectFrom('tags')
+    .select(['tag_type', 'name_key', 'associations_count'])
+    .orderBy('tag_type')
+    .orderBy('name_key')
+    .execute();
+  const karma = await t.ctx.db
+    .selectFrom('karma')
+    .select((eb) => ['event', eb.fn.sum<number>('points').as('points'), eb.fn.countAll<number>().as('n')])
+    .groupBy('event')
+    .orderBy('event')
+    .execute();
+  return { tags, karma: karma.map((k) => ({ event: k.event, points: Number(k.points), n: Number(k.n) })) };
+}
+
+/** The schema objects a bulk load sets aside and must put back: indexes and triggers with their definitions. */
+async function schemaObjects(t: TestApp): Promise<unknown[]> {
+  if (t.ctx.dialect === 'sqlite') {
+    const r = await sql`
+      select type, name, tbl_name, sql from sqlite_master where type in ('index', 'trigger') order by type, name`.execute(
+      t.ctx.db,
+    );
+    // Foreign keys are enforced again on the connection after the bulk path switched them off.
+    const fk = await sql`pragma foreign_keys`.execute(t.ctx.db);
+    return [...r.rows, ...fk.rows];
+  }
+  const indexes = await sql`
+    select indexname, indexdef from pg_indexes where schemaname = current_schema() order by indexname`.execute(
+    t.ctx.db,
+  );
+  const triggers = await sql`
+    select tgname, tgenabled from pg_trigger where not tgisinternal order by tgname`.execute(t.ctx.db);
+  const constraints = await sql`
+    select conname, conrelid::regclass::text as on_table, pg_get_constraintdef(oid) as def from pg_constraint
+    where connamespace = current_schema()::regnamespace order by conname`.execute(t.ctx.db);
+  return [...indexes.rows, ...triggers.rows, ...constraints.rows];
 }
 
 for (const dialect of testDialects()) {
@@ -67,6 +119,47 @@ for (const dialect of testDialects()) {
       assert.deepEqual((await checkKarmaTotals(b.ctx.db)).mismatches, []);
     });
 
+    it('gives the same search documents and names, tag counts and karma per rule on both paths', async () => {
+      const [searchA, searchB] = [await searchContent(a), await searchContent(b)];
+      // Every item is indexed: users, networks, posts, comments, media and messages.
+      const kinds = new Set(searchB.docs.map((d) => d.kind));
+      assert.deepEqual([...kinds].sort(), ['comment', 'media', 'messages', 'network', 'post', 'user']);
+      assert.equal(searchB.docs.length, searchA.docs.length);
+      assert.deepEqual(searchB, searchA);
+      assert.deepEqual(await tagsAndKarma(b), await tagsAndKarma(a));
+      // The audience each association copies from its target (set by a trigger the bulk path turns off on PostgreSQL).
+      assert.deepEqual((await checkAssociationAudiences(b.ctx.db)).mismatches, []);
+      assert.deepEqual((await checkAssociationAudiences(a.ctx.db)).mismatches, []);
+    });
+
+    it('leaves the schema as migrated: every index and trigger the bulk path set aside is back', async () => {
+      const objects = await schemaObjects(b);
+      assert.ok(objects.length > 50, `indexes and triggers listed (${objects.length})`);
+      assert.deepEqual(objects, await schemaObjects(a));
+    });
+
+    it('puts every index, trigger and constraint back when a bulk batch fails', async () => {
+      const c = await startTestApp(dialect);
+      try {
+        // bench_user exists already: the first batch of users breaks the unique name and the load stops there.
+        await insertTestUser(c.ctx, c.client.id, 'bench_user');
+        await assert.rejects(new World(c.ctx, { ...OPTIONS, bulk: true }).run());
+        assert.deepEqual(await schemaObjects(c), await schemaObjects(a));
+        const users = await c.ctx.db.selectFrom('users').select('username').execute();
+        assert.deepEqual(users, [{ username: 'bench_user' }]);
+        // The search index holds what the base tables hold, and its triggers follow new writes again.
+        await insertTestUser(c.ctx, c.client.id, 'after_failure');
+        const docs = await sql<{ title: string }>`
+          select title from search_docs where kind = 'user' order by title`.execute(c.ctx.db);
+        assert.deepEqual(
+          docs.rows.map((d) => d.title),
+          ['after_failure', 'bench_user'],
+        );
+      } finally {
+        await c.close();
+      }
+    });
+
     it('uses every visibility and the three languages', async () => {
       const rows = await a.ctx.db.selectFrom('posts').select(['visibility', 'language']).execute();
       assert.deepEqual([...new Set(rows.map((r) => r.visibility))].sort(), ['friends', 'private', 'public']);
@@ -93,8 +186,12 @@ for (const dialect of testDialects()) {
       assert.ok(tag.associations_count >= 1);
     });
 
-    it('indexes the content: a seeded word is found by GET /search', async () => {
-      const post = await a.ctx.db
+    it('indexes the content on both paths: a seeded word is found by GET /search', async () => {
+      for (const t of [a, b]) await expectSearchFinds(t);
+    });
+
+    async function expectSearchFinds(t: TestApp) {
+      const post = await t.ctx.db
         .selectFrom('posts')
         .select(['uuid', 'body'])
         .where('visibility', '=', 'public')
@@ -105,17 +202,17 @@ for (const dialect of testDialects()) {
         .filter((w) => /^[a-z]{5,}$/.test(w))
         .sort((x, y) => y.length - x.length)[0];
       assert.ok(word, `the post "${post.body}" has a plain word`);
-      const res = await a.inject({
+      const res = await t.inject({
         method: 'GET',
         url: `/search?query=${encodeURIComponent(word)}&limit=100`,
-        token: a.guest,
+        token: t.guest,
       });
       assert.equal(res.statusCode, 200);
       assert.ok(
         body(res).data.some((item: { uuid: string }) => item.uuid === post.uuid),
         `the post with "${word}" is found`,
       );
-    });
+    }
 
     it('keeps karma consistent: every total equals its ledger, and authors earned points', async () => {
       const check = await checkKarmaTotals(a.ctx.db);

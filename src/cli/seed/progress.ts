@@ -35,7 +35,9 @@ export class Progress {
     const eta = rate > 0 ? (this.#total - this.#done) / rate : 0;
     const width = 30;
     const filled = Math.round(fraction * width);
-    const line = `${this.#label.padEnd(14)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.floor(fraction * 100)).padStart(3)}% ${this.#done}/${this.#total} ${Math.round(rate)}/s ETA ${Math.ceil(eta)}s`;
+    // A finished bar tells how long its phase took instead of what is left.
+    const tail = this.#done >= this.#total ? `in ${seconds.toFixed(1)}s` : `ETA ${Math.ceil(eta)}s`;
+    const line = `${this.#label.padEnd(14)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.floor(fraction * 100)).padStart(3)}% ${this.#done}/${this.#total} ${Math.round(rate)}/s ${tail}`;
     if (process.stderr.isTTY) {
       process.stderr.write(`\r${line}`);
       return;

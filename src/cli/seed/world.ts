@@ -1,7 +1,6 @@
 // A deterministic synthetic world. The generator decides every row from the seed alone; a writer (writers.ts) stores
 // each batch in one transaction, either through the API's repositories and domain events or set-based (bulk).
 import type { Context } from '../../context.ts';
-import type { Db } from '../../db/database.ts';
 import { uuidv7 } from '../../db/time.ts';
 import { hashPassword } from '../../modules/auth/password.ts';
 import { pairKey } from '../../modules/connection/connection.repository.ts';
@@ -14,6 +13,7 @@ import {
   EventWriter,
   type SeedConnection,
   type SeedReaction,
+  type WorldBatch,
   type WorldWriter,
 } from './writers.ts';
 
@@ -130,12 +130,18 @@ export class World {
   async run(progress: ProgressFn = () => {}): Promise<WorldCounts> {
     this.#onProgress = progress;
     const passwordHash = await hashPassword(SEED_PASSWORD);
-    await this.#seedUsers(passwordHash);
-    await this.#seedNetworks();
-    await this.#seedConnections();
-    await this.#seedPosts();
-    await this.#seedMedia();
-    await this.#seedMessages();
+    await this.#writer.begin(this.#ctx.db);
+    try {
+      await this.#seedUsers(passwordHash);
+      await this.#seedNetworks();
+      await this.#seedConnections();
+      await this.#seedPosts();
+      await this.#seedMedia();
+      await this.#seedMessages();
+    } finally {
+      // Also after a failed batch: the schema is whole again whatever was written.
+      await this.#writer.finish(this.#ctx.db, progress);
+    }
     return { ...this.#counts };
   }
 
@@ -167,21 +173,51 @@ export class World {
     return new Date(this.#t0 + Math.floor(f * 365 * 86_400_000)).toISOString();
   }
 
-  /** Runs `write` in batches of the configured size, one transaction each. */
-  async #batches(phase: string, total: number, write: (trx: Db, from: number, to: number) => Promise<void>) {
+  /**
+   * Stages batches of the configured size in order (`stage` generates the rows: everything random happens here, so
+   * the world does not depend on how the batches are written) and writes each in one transaction, up to the
+   * writer's concurrency at once. After a failure no new batch starts; the running ones end first.
+   */
+  async #batches(phase: string, total: number, stage: (batch: WorldBatch, from: number, to: number) => void) {
     this.#onProgress?.(phase, 0, total);
-    for (let from = 0; from < total; from += this.#o.batch) {
-      const to = Math.min(total, from + this.#o.batch);
-      await this.#ctx.db.transaction().execute((trx) => write(trx, from, to));
-      this.#onProgress?.(phase, to, total);
+    const running = new Set<Promise<void>>();
+    let done = 0;
+    let failure: { error: unknown } | undefined;
+    try {
+      for (let from = 0; from < total && !failure; from += this.#o.batch) {
+        const to = Math.min(total, from + this.#o.batch);
+        const batch = this.#writer.batch();
+        stage(batch, from, to);
+        const task = batch
+          .prepare(this.#ctx.db)
+          .then(() => this.#ctx.db.transaction().execute((trx) => batch.write(trx)))
+          .then(
+            (added) => {
+              batch.committed();
+              this.#counts.reactions += added;
+              done += to - from;
+              this.#onProgress?.(phase, done, total);
+            },
+            (error: unknown) => {
+              failure ??= { error };
+            },
+          )
+          .finally(() => running.delete(task));
+        running.add(task);
+        if (running.size >= this.#writer.concurrency) await Promise.race(running);
+      }
+    } finally {
+      // Also when staging threw: no transaction may outlive this phase.
+      await Promise.all(running);
     }
+    if (failure) throw failure.error;
   }
 
   async #seedUsers(passwordHash: string): Promise<void> {
     const total = this.#o.users + 1;
     const networkCount = Math.max(1, Math.floor(this.#o.users / this.#o.usersPerNetwork));
     for (let i = 0; i < networkCount; i++) this.#networks.push(uuidv7());
-    await this.#batches('users', total, async (trx, from, to) => {
+    await this.#batches('users', total, (batch, from, to) => {
       const rows: UserTable[] = [];
       for (let i = from; i < to; i++) {
         const language = i === 0 ? 'en' : this.#language();
@@ -213,14 +249,14 @@ export class World {
         this.#usernames.set(username.toLowerCase(), username);
         this.#friends.push([]);
       }
-      await this.#writer.users(trx, rows);
+      batch.users(rows);
       this.#counts.users += rows.length;
     });
   }
 
   async #seedNetworks(): Promise<void> {
     const total = this.#networks.length;
-    await this.#batches('networks', total, async (trx, from, to) => {
+    await this.#batches('networks', total, (batch, from, to) => {
       const rows = [];
       for (let i = from; i < to; i++) {
         const owner = this.#random.pick(this.#users);
@@ -235,7 +271,7 @@ export class World {
           updated_at: time,
         });
       }
-      await this.#writer.networks(trx, rows);
+      batch.networks(rows);
       this.#counts.networks += rows.length;
     });
   }
@@ -247,7 +283,7 @@ export class World {
     const total = Math.floor(n * this.#o.friendsPerUser);
     const popular = new Zipf(n, 0.9);
     const pairs = new Set<string>();
-    await this.#batches('friendships', total, async (trx, from, to) => {
+    await this.#batches('friendships', total, (batch, from, to) => {
       const rows: SeedConnection[] = [];
       for (let i = from; i < to; i++) {
         const ai = popular.sample(this.#random);
@@ -268,7 +304,7 @@ export class World {
         this.#friends[ai]?.push(b.uuid);
         this.#friends[bi]?.push(a.uuid);
       }
-      await this.#writer.connections(trx, rows);
+      batch.connections(rows);
       this.#counts.connections += rows.length;
     });
   }
@@ -284,7 +320,7 @@ export class World {
     // Only public posts (80 %) get comments and reactions; the means are per post of any visibility.
     const commentsPerPublic = this.#o.commentsPerPost / 0.8;
     const reactionsPerPublic = this.#o.reactionsPerPost / 0.8;
-    await this.#batches('posts', total, async (trx, from, to) => {
+    await this.#batches('posts', total, (batch, from, to) => {
       const posts = [];
       const comments = [];
       const reactions: SeedReaction[] = [];
@@ -338,18 +374,18 @@ export class World {
           });
         }
       }
-      await this.#writer.posts(trx, posts);
+      batch.posts(posts);
       this.#counts.posts += posts.length;
-      await this.#writer.comments(trx, comments);
+      batch.comments(comments);
       this.#counts.comments += comments.length;
-      this.#counts.reactions += await this.#writer.reactions(trx, reactions);
+      batch.reactions(reactions);
     });
   }
 
   /** Media records only: no file is written, so GET /media/{uuid}/file answers 404 for seeded media. */
   async #seedMedia(): Promise<void> {
     const total = Math.floor(this.#users.length * this.#o.mediaPerUser);
-    await this.#batches('media', total, async (trx, from, to) => {
+    await this.#batches('media', total, (batch, from, to) => {
       const rows = [];
       for (let i = from; i < to; i++) {
         const owner = this.#random.pick(this.#users);
@@ -370,7 +406,7 @@ export class World {
           updated_at: time,
         });
       }
-      await this.#writer.media(trx, rows);
+      batch.media(rows);
       this.#counts.media += rows.length;
     });
   }
@@ -380,7 +416,7 @@ export class World {
     const n = this.#users.length;
     if (n < 2) return;
     const total = Math.floor(n * this.#o.messagesPerUser);
-    await this.#batches('messages', total, async (trx, from, to) => {
+    await this.#batches('messages', total, (batch, from, to) => {
       const rows = [];
       for (let i = from; i < to; i++) {
         const index = this.#random.int(0, n - 1);
@@ -400,7 +436,7 @@ export class World {
           created_at: this.#time(0.15 + (0.85 * i) / total),
         });
       }
-      await this.#writer.messages(trx, rows);
+      batch.messages(rows);
       this.#counts.messages += rows.length;
     });
   }

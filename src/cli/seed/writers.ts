@@ -1,8 +1,12 @@
-// The two ways the world generator writes a batch:
+// The two ways the world generator writes a batch. The generator stages each batch's rows in generation order (a
+// writer plans what it can synchronously there, e.g. karma points under the daily cap); the batch is then written in
+// one transaction:
 // - EventWriter: the API's own path, one row at a time through the module repositories, each write's domain event
-//   emitted on ctx.bus inside the batch transaction (karma, tags and the search index done by their subscribers).
+//   emitted on ctx.bus inside the batch transaction (karma, tags and the search index done by their subscribers and
+//   triggers).
 // - BulkWriter: many rows per statement, with set-based equivalents of the subscribers (the same tag store
-//   functions, the karma rules and daily cap applied in memory); the search index follows through its triggers.
+//   functions, the karma rules and daily cap applied in memory), secondary indexes and search triggers set aside
+//   for the load and rebuilt at the end; on PostgreSQL two batch transactions at once.
 import type { Insertable } from 'kysely';
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
@@ -21,15 +25,26 @@ import { insertNetwork } from '../../modules/network/network.repository.ts';
 import type { NetworkTable } from '../../modules/network/network.table.ts';
 import { insertPost } from '../../modules/post/post.repository.ts';
 import type { PostTable } from '../../modules/post/post.table.ts';
+import { rebuildIndex } from '../../modules/search/search.repository.ts';
 import { extractHashtags, extractMentions, type FoundName } from '../../modules/tag/extract.ts';
-import { normalizeTagName } from '../../modules/tag/normalize.ts';
-import { adjustTagCounts, type TagRow } from '../../modules/tag/tag.repository.ts';
+import { normalizeTagName, type TagType } from '../../modules/tag/normalize.ts';
+import { adjustTagCounts } from '../../modules/tag/tag.repository.ts';
 import { ensureEmotionTag, ensureTags } from '../../modules/tag/tag.service.ts';
 import { insertAssociationsIgnoringConflicts } from '../../modules/tag-association/tag-association.repository.ts';
 import type { TagAssociationTable } from '../../modules/tag-association/tag-association.table.ts';
 import { insertUser } from '../../modules/user/user.repository.ts';
 import type { UserTable } from '../../modules/user/user.table.ts';
-import { addToUsersKarma, insertRows } from './seed.repository.ts';
+import {
+  addToTagCounts,
+  addToUsersKarma,
+  RowInserter,
+  restoreSchema,
+  SEARCH_TABLES,
+  type SuspendedIndex,
+  type SuspendedSchema,
+  sqliteForeignKeys,
+  suspendSchema,
+} from './seed.repository.ts';
 
 /** A confirmed connection: `requester` asked, `addressee` confirmed. */
 export interface SeedConnection {
@@ -49,32 +64,152 @@ export interface SeedReaction {
   language: string;
 }
 
-/** Writes one batch of each kind inside the batch's transaction. */
-export interface WorldWriter {
-  users(trx: Db, rows: UserTable[]): Promise<void>;
-  networks(trx: Db, rows: Insertable<NetworkTable>[]): Promise<void>;
-  connections(trx: Db, rows: SeedConnection[]): Promise<void>;
-  posts(trx: Db, rows: Insertable<PostTable>[]): Promise<void>;
-  comments(trx: Db, rows: Insertable<CommentTable>[]): Promise<void>;
-  /** Returns how many reactions were new (one per user, emotion and post). */
-  reactions(trx: Db, items: SeedReaction[]): Promise<number>;
-  media(trx: Db, rows: Insertable<MediaTable>[]): Promise<void>;
-  messages(trx: Db, rows: Insertable<MessageTable>[]): Promise<void>;
+/** Called while the writer finishes: a step name, the units done in it and its total. */
+export type FinishProgress = (step: string, done: number, total: number) => void;
+
+/** One batch: rows staged in generation order, then written in one transaction. */
+export interface WorldBatch {
+  users(rows: UserTable[]): void;
+  networks(rows: Insertable<NetworkTable>[]): void;
+  connections(rows: SeedConnection[]): void;
+  posts(rows: Insertable<PostTable>[]): void;
+  comments(rows: Insertable<CommentTable>[]): void;
+  reactions(items: SeedReaction[]): void;
+  media(rows: Insertable<MediaTable>[]): void;
+  messages(rows: Insertable<MessageTable>[]): void;
+  /** Runs before the batch's transaction, in its own. */
+  prepare(db: Db): Promise<void>;
+  /** Writes what was staged inside `trx`; returns how many reactions were new (one per user, emotion and post). */
+  write(trx: Db): Promise<number>;
+  /** Called once the batch's transaction committed. */
+  committed(): void;
 }
 
-/** The API's own write path: repositories row by row, domain events on ctx.bus. */
+/** Stores a world batch by batch. */
+export interface WorldWriter {
+  /** How many batch transactions may be open at once. */
+  readonly concurrency: number;
+  /** Prepares the database before the first batch. */
+  begin(db: Db): Promise<void>;
+  /** A new, empty batch; batches must be staged in generation order. */
+  batch(): WorldBatch;
+  /** Completes what the batches left to do after the last one; runs even when a batch failed. */
+  finish(db: Db, progress: FinishProgress): Promise<void>;
+}
+
+/** Writes one staged kind of rows inside the batch transaction; returns the new reactions, if it wrote any. */
+type Step = (trx: Db) => Promise<number | undefined>;
+
+/** How a writer turns each kind of staged rows into its step (planning what it can right away). */
+type Stager = {
+  [K in Exclude<keyof WorldBatch, 'prepare' | 'write' | 'committed'>]: (
+    rows: Parameters<WorldBatch[K]>[0],
+  ) => Step;
+};
+
+/** A batch as an ordered list of steps, each planned when its rows were staged. */
+class StepBatch implements WorldBatch {
+  readonly #steps: Step[] = [];
+  readonly #stager: Stager;
+  readonly #prepare: (db: Db) => Promise<void>;
+  readonly #onCommit: () => void;
+
+  constructor(
+    stager: Stager,
+    prepare: (db: Db) => Promise<void> = async () => {},
+    onCommit: () => void = () => {},
+  ) {
+    this.#stager = stager;
+    this.#prepare = prepare;
+    this.#onCommit = onCommit;
+  }
+
+  prepare(db: Db): Promise<void> {
+    return this.#prepare(db);
+  }
+
+  users(rows: UserTable[]): void {
+    this.#steps.push(this.#stager.users(rows));
+  }
+
+  networks(rows: Insertable<NetworkTable>[]): void {
+    this.#steps.push(this.#stager.networks(rows));
+  }
+
+  connections(rows: SeedConnection[]): void {
+    this.#steps.push(this.#stager.connections(rows));
+  }
+
+  posts(rows: Insertable<PostTable>[]): void {
+    this.#steps.push(this.#stager.posts(rows));
+  }
+
+  comments(rows: Insertable<CommentTable>[]): void {
+    this.#steps.push(this.#stager.comments(rows));
+  }
+
+  reactions(items: SeedReaction[]): void {
+    this.#steps.push(this.#stager.reactions(items));
+  }
+
+  media(rows: Insertable<MediaTable>[]): void {
+    this.#steps.push(this.#stager.media(rows));
+  }
+
+  messages(rows: Insertable<MessageTable>[]): void {
+    this.#steps.push(this.#stager.messages(rows));
+  }
+
+  async write(trx: Db): Promise<number> {
+    let added = 0;
+    for (const step of this.#steps) added += (await step(trx)) ?? 0;
+    return added;
+  }
+
+  committed(): void {
+    this.#onCommit();
+  }
+}
+
+/** Runs an async write and reports no reactions. */
+const quiet =
+  (write: (trx: Db) => Promise<unknown>): Step =>
+  async (trx) => {
+    await write(trx);
+    return undefined;
+  };
+
+/** The API's own write path: repositories row by row, domain events on ctx.bus; one batch at a time. */
 export class EventWriter implements WorldWriter {
+  readonly concurrency = 1;
   readonly #ctx: Context;
 
   constructor(ctx: Context) {
     this.#ctx = ctx;
   }
 
-  async users(trx: Db, rows: UserTable[]): Promise<void> {
+  async begin(): Promise<void> {}
+
+  async finish(): Promise<void> {}
+
+  batch(): WorldBatch {
+    return new StepBatch({
+      users: (rows) => quiet((trx) => this.#users(trx, rows)),
+      networks: (rows) => quiet((trx) => this.#networks(trx, rows)),
+      connections: (rows) => quiet((trx) => this.#connections(trx, rows)),
+      posts: (rows) => quiet((trx) => this.#posts(trx, rows)),
+      comments: (rows) => quiet((trx) => this.#comments(trx, rows)),
+      reactions: (items) => (trx) => this.#reactions(trx, items),
+      media: (rows) => quiet((trx) => this.#media(trx, rows)),
+      messages: (rows) => quiet((trx) => this.#messages(trx, rows)),
+    });
+  }
+
+  async #users(trx: Db, rows: UserTable[]): Promise<void> {
     for (const row of rows) await insertUser(trx, row);
   }
 
-  async networks(trx: Db, rows: Insertable<NetworkTable>[]): Promise<void> {
+  async #networks(trx: Db, rows: Insertable<NetworkTable>[]): Promise<void> {
     for (const row of rows) {
       await insertNetwork(trx, row);
       await this.#ctx.bus.emit(trx, {
@@ -86,7 +221,7 @@ export class EventWriter implements WorldWriter {
     }
   }
 
-  async connections(trx: Db, rows: SeedConnection[]): Promise<void> {
+  async #connections(trx: Db, rows: SeedConnection[]): Promise<void> {
     for (const c of rows) {
       await insertConnection(trx, {
         uuid: c.uuid,
@@ -108,7 +243,7 @@ export class EventWriter implements WorldWriter {
     }
   }
 
-  async posts(trx: Db, rows: Insertable<PostTable>[]): Promise<void> {
+  async #posts(trx: Db, rows: Insertable<PostTable>[]): Promise<void> {
     for (const row of rows) {
       await insertPost(trx, row);
       await this.#ctx.bus.emit(trx, {
@@ -120,7 +255,7 @@ export class EventWriter implements WorldWriter {
     }
   }
 
-  async comments(trx: Db, rows: Insertable<CommentTable>[]): Promise<void> {
+  async #comments(trx: Db, rows: Insertable<CommentTable>[]): Promise<void> {
     for (const row of rows) {
       await insertComment(trx, row);
       await this.#ctx.bus.emit(trx, {
@@ -134,7 +269,7 @@ export class EventWriter implements WorldWriter {
   }
 
   /** The same steps as POST /posts/{uuid}/emotions: the association, the tag's count, emotionCreated. */
-  async reactions(trx: Db, items: SeedReaction[]): Promise<number> {
+  async #reactions(trx: Db, items: SeedReaction[]): Promise<number> {
     let added = 0;
     for (const r of items) {
       const tag = await ensureEmotionTag(trx, r.emotion);
@@ -166,7 +301,7 @@ export class EventWriter implements WorldWriter {
     return added;
   }
 
-  async media(trx: Db, rows: Insertable<MediaTable>[]): Promise<void> {
+  async #media(trx: Db, rows: Insertable<MediaTable>[]): Promise<void> {
     for (const row of rows) {
       await insertMedia(trx, row);
       await this.#ctx.bus.emit(trx, {
@@ -178,7 +313,7 @@ export class EventWriter implements WorldWriter {
     }
   }
 
-  async messages(trx: Db, rows: Insertable<MessageTable>[]): Promise<void> {
+  async #messages(trx: Db, rows: Insertable<MessageTable>[]): Promise<void> {
     for (const row of rows) {
       await insertMessage(trx, row);
       await this.#ctx.bus.emit(trx, {
@@ -201,61 +336,191 @@ interface Grant {
   sourceUuid: string;
 }
 
+/** Tables the bulk path fills: their secondary indexes and search triggers are set aside while it runs. */
+const BULK_TABLES = [
+  'users',
+  'networks',
+  'connections',
+  'friends',
+  'posts',
+  'comments',
+  'media',
+  'messages',
+  'karma',
+  'tags',
+  'tag_associations',
+  'search_docs',
+  'search_names',
+];
+
+/** Tag types in the order every batch creates missing tags (one order for all: concurrent batches cannot deadlock). */
+const TAG_TYPE_ORDER: TagType[] = ['emotion', 'hashtag', 'mention'];
+
+/** What one bulk batch owes and needs. */
+interface BulkBatchState {
+  /** Deltas of users' karma totals and tags' association counts, added to the writer's once committed. */
+  karma: Map<string, number>;
+  tagCounts: Map<string, number>;
+  /** Tags the batch uses, by type and key; their uuids by `type:key` once its first step created them. */
+  names: Map<TagType, Map<string, FoundName>>;
+  tags: Map<string, string>;
+}
+
+/** A staged association whose tag uuid is known once the batch's tags exist. */
+interface PendingAssociation {
+  tag: string;
+  row: Omit<Insertable<TagAssociationTable>, 'tag_uuid'>;
+}
+
 /**
- * Many rows per statement. Tags: the tag store's own ensureTags, insertAssociationsIgnoringConflicts and
- * adjustTagCounts over the whole batch. Karma: the configured rules and daily cap applied in memory, in the order the
- * events would have come (the seeder only writes into an empty database, so every count starts at zero), records
- * inserted together and the users' totals raised together. Networks, media and messages are few: they take the
- * event path.
+ * Many rows per statement, and set-based equivalents of the subscribers. Tags: the tag store's own ensureTags for
+ * all the names of a batch (its first step, in one fixed order), associations inserted together. Karma: the
+ * configured rules and daily cap applied in memory while staging, in the order the events would have come (the
+ * seeder only writes into an empty database, so every count starts at zero), records inserted together. Users'
+ * karma totals and tags' association counts are raised once per user and tag in finish (each batch touches about a
+ * fifth of all users: rewriting those rows in every batch was most of PostgreSQL's work on the users table).
+ *
+ * From begin to finish the secondary indexes of the filled tables are dropped, and so are PostgreSQL's foreign keys
+ * (SQLite's are switched off on the connection). On SQLite the search triggers of the base tables are off as well
+ * and finish builds the search index with the search module's own rebuild (cheaper than row by row into FTS5); on
+ * PostgreSQL they stay on and two batch transactions run at once, so their per-row work (the text search vectors)
+ * uses both cores. Every other trigger (e.g. the associations' audience copy of migration 0006) stays on. finish then recreates every trigger, index and foreign key from the definitions it saved (adding
+ * a foreign key checks all its rows), so the end state is the migrated schema holding the rows the event path
+ * would have written.
  */
 export class BulkWriter implements WorldWriter {
+  readonly concurrency: number;
   readonly #ctx: Context;
-  readonly #events: EventWriter;
+  readonly #rows: RowInserter;
+  #suspended: SuspendedSchema | undefined;
   /** Usernames by lowercase key, to resolve @mentions as the tag subscriber does. */
   readonly #usernames: Map<string, string>;
   /** `add` records per user and rule in the current UTC day (the daily cap). */
   readonly #today = new Map<string, number>();
   #day = '';
-  readonly #emotionTags = new Map<string, TagRow>();
+  /** Karma and association-count deltas of the committed batches. */
+  readonly #karma = new Map<string, number>();
+  readonly #tagCounts = new Map<string, number>();
 
   constructor(ctx: Context, usernames: Map<string, string>) {
     this.#ctx = ctx;
-    this.#events = new EventWriter(ctx);
+    this.#rows = new RowInserter(ctx.dialect);
     this.#usernames = usernames;
+    // SQLite has one writer; PostgreSQL spreads the triggers' per-row work of two batches over two backends.
+    this.concurrency = ctx.dialect === 'postgres' ? 2 : 1;
   }
 
-  async users(trx: Db, rows: UserTable[]): Promise<void> {
-    await insertRows(trx, 'users', rows);
+  async begin(db: Db): Promise<void> {
+    const dialect = this.#ctx.dialect;
+    if (dialect === 'sqlite') await sqliteForeignKeys(db, false);
+    this.#suspended = await db
+      .transaction()
+      .execute((trx) => suspendSchema(trx, dialect, BULK_TABLES, { searchTriggers: dialect === 'sqlite' }));
   }
 
-  networks(trx: Db, rows: Insertable<NetworkTable>[]): Promise<void> {
-    return this.#events.networks(trx, rows);
+  batch(): WorldBatch {
+    const state: BulkBatchState = {
+      karma: new Map(),
+      tagCounts: new Map(),
+      names: new Map(),
+      tags: new Map(),
+    };
+    // Every tag the batch uses exists before its transaction, created in a short one of its own, in
+    // TAG_TYPE_ORDER and key order: inside the batch transaction, a tag new to two concurrent batches made the second
+    // wait for the whole first. (A batch that then fails leaves its new tags without associations, like a tag
+    // created through POST /tags.)
+    const ensureBatchTags = (db: Db) =>
+      db.transaction().execute(async (trx) => {
+        for (const type of TAG_TYPE_ORDER) {
+          const names = [...(state.names.get(type)?.values() ?? [])].sort((a, b) => (a.key < b.key ? -1 : 1));
+          if (names.length === 0) continue;
+          for (const tag of await ensureTags(trx, type, names))
+            state.tags.set(`${type}:${tag.name_key}`, tag.uuid);
+        }
+      });
+    return new StepBatch(
+      {
+        users: (rows) => quiet((trx) => this.#rows.insert(trx, 'users', rows)),
+        networks: (rows) => this.#networks(state, rows),
+        connections: (rows) => this.#connections(state, rows),
+        posts: (rows) => this.#content(state, 'post', rows),
+        comments: (rows) => this.#content(state, 'comment', rows),
+        reactions: (items) => this.#reactions(state, items),
+        media: (rows) => this.#media(state, rows),
+        // messageCreated has no subscriber; the search index follows from the base table.
+        messages: (rows) => quiet((trx) => this.#rows.insert(trx, 'messages', rows)),
+      },
+      ensureBatchTags,
+      () => {
+        addDeltas(this.#karma, state.karma);
+        addDeltas(this.#tagCounts, state.tagCounts);
+      },
+    );
   }
 
-  async connections(trx: Db, rows: SeedConnection[]): Promise<void> {
-    await insertRows(
-      trx,
-      'connections',
-      rows.map((c) => ({
-        uuid: c.uuid,
-        user_uuid: c.requester,
-        target_user_uuid: c.addressee,
-        pair_key: c.pairKey,
-        status: 'confirmed',
-        created_at: c.time,
-        updated_at: c.time,
+  /**
+   * Raises the totals of the committed batches, then runs two independent streams, concurrent on PostgreSQL (one
+   * connection and core each; SQLite runs them one after the other): the search index rebuilt from the base tables
+   * (SQLite) and its own indexes; the triggers, every other index and the foreign keys. Both run to the end even if
+   * the other fails.
+   */
+  async finish(db: Db, progress: FinishProgress): Promise<void> {
+    const suspended = this.#suspended;
+    if (!suspended) return;
+    this.#suspended = undefined;
+    const dialect = this.#ctx.dialect;
+    // Totals of the committed batches only (a failed batch's deltas never reached them).
+    await db.transaction().execute(async (trx) => {
+      await addToUsersKarma(trx, dialect, this.#karma);
+      await addToTagCounts(trx, dialect, this.#tagCounts);
+    });
+    const total = suspended.indexes.length;
+    let built = 0;
+    const onIndex = () => progress('indexes', ++built, total);
+    progress('indexes', 0, total);
+    const isSearch = (i: SuspendedIndex) => SEARCH_TABLES.includes(i.table);
+    const search = async () => {
+      if (suspended.search) {
+        progress('search index', 0, 1);
+        await db.transaction().execute((trx) => rebuildIndex(trx, dialect));
+        progress('search index', 1, 1);
+      }
+      const statements = { triggers: [], indexes: suspended.indexes.filter(isSearch), foreignKeys: [] };
+      await db.transaction().execute((trx) => restoreSchema(trx, dialect, statements, onIndex));
+    };
+    const rest = async () => {
+      const statements = {
+        triggers: suspended.triggers,
+        indexes: suspended.indexes.filter((i) => !isSearch(i)),
+        foreignKeys: suspended.foreignKeys,
+      };
+      await db.transaction().execute((trx) => restoreSchema(trx, dialect, statements, onIndex));
+    };
+    const results = await Promise.allSettled([search(), rest()]);
+    for (const r of results) if (r.status === 'rejected') throw r.reason;
+    if (dialect === 'sqlite') await sqliteForeignKeys(db, true);
+  }
+
+  #networks(state: BulkBatchState, rows: Insertable<NetworkTable>[]): Step {
+    const karma = this.#grant(
+      state,
+      rows.map((r) => ({
+        rule: 'networkCreated' as const,
+        userUuid: r.user_uuid,
+        targetUuid: r.uuid,
+        targetType: 'network',
+        sourceUuid: r.uuid,
       })),
     );
-    await insertRows(
-      trx,
-      'friends',
-      rows.flatMap((c) => [
-        { user_uuid: c.requester, friend_uuid: c.addressee },
-        { user_uuid: c.addressee, friend_uuid: c.requester },
-      ]),
-    );
-    await this.#grant(
-      trx,
+    return quiet(async (trx) => {
+      await this.#rows.insert(trx, 'networks', rows);
+      await this.#rows.insert(trx, 'karma', karma);
+    });
+  }
+
+  #connections(state: BulkBatchState, rows: SeedConnection[]): Step {
+    const karma = this.#grant(
+      state,
       rows.flatMap((c) =>
         [c.requester, c.addressee].sort().map((userUuid) => ({
           rule: 'connectionConfirmed' as const,
@@ -266,62 +531,83 @@ export class BulkWriter implements WorldWriter {
         })),
       ),
     );
+    return quiet(async (trx) => {
+      await this.#rows.insert(
+        trx,
+        'connections',
+        rows.map((c) => ({
+          uuid: c.uuid,
+          user_uuid: c.requester,
+          target_user_uuid: c.addressee,
+          pair_key: c.pairKey,
+          status: 'confirmed',
+          created_at: c.time,
+          updated_at: c.time,
+        })),
+      );
+      await this.#rows.insert(
+        trx,
+        'friends',
+        rows.flatMap((c) => [
+          { user_uuid: c.requester, friend_uuid: c.addressee },
+          { user_uuid: c.addressee, friend_uuid: c.requester },
+        ]),
+      );
+      await this.#rows.insert(trx, 'karma', karma);
+    });
   }
 
-  async posts(trx: Db, rows: Insertable<PostTable>[]): Promise<void> {
-    await insertRows(trx, 'posts', rows);
-    await this.#grant(
-      trx,
+  /** Posts or comments: the rows, their creation karma, and what the tag subscriber extracts from their bodies. */
+  #content(
+    state: BulkBatchState,
+    kind: 'post' | 'comment',
+    rows: (Insertable<PostTable> | Insertable<CommentTable>)[],
+  ): Step {
+    const karma = this.#grant(
+      state,
       rows.map((r) => ({
-        rule: 'postCreated' as const,
+        rule: kind === 'post' ? ('postCreated' as const) : ('commentCreated' as const),
         userUuid: r.user_uuid,
         targetUuid: r.uuid,
-        targetType: 'post',
+        targetType: kind,
         sourceUuid: r.uuid,
       })),
     );
-    await this.#extractTags(trx, 'post', rows);
+    const associations = this.#extractTags(state, kind, rows);
+    return quiet(async (trx) => {
+      if (kind === 'post') await this.#rows.insert(trx, 'posts', rows as Insertable<PostTable>[]);
+      else await this.#rows.insert(trx, 'comments', rows as Insertable<CommentTable>[]);
+      await this.#rows.insert(trx, 'karma', karma);
+      await this.#insertAssociations(trx, state, associations);
+    });
   }
 
-  async comments(trx: Db, rows: Insertable<CommentTable>[]): Promise<void> {
-    await insertRows(trx, 'comments', rows);
-    await this.#grant(
-      trx,
-      rows.map((r) => ({
-        rule: 'commentCreated' as const,
-        userUuid: r.user_uuid,
-        targetUuid: r.uuid,
-        targetType: 'comment',
-        sourceUuid: r.uuid,
-      })),
-    );
-    await this.#extractTags(trx, 'comment', rows);
-  }
-
-  async reactions(trx: Db, items: SeedReaction[]): Promise<number> {
-    const rows: Insertable<TagAssociationTable>[] = [];
+  /** The same steps as POST /posts/{uuid}/emotions, for a batch: associations, tag counts, emotionReceived karma. */
+  #reactions(state: BulkBatchState, items: SeedReaction[]): Step {
+    const associations: PendingAssociation[] = [];
     const seen = new Set<string>();
     const grants: Grant[] = [];
-    const counts = new Map<string, number>();
     const now = nowIso();
     for (const r of items) {
-      const tag = await this.#emotionTag(trx, r.emotion);
-      const key = `${tag.uuid}:${r.postUuid}:${r.userUuid}`;
+      const name = { name: r.emotion, key: normalizeTagName(r.emotion) };
+      const key = `${name.key}:${r.postUuid}:${r.userUuid}`;
       // Seeded reactions target posts of the current batch only, so duplicates can only be within it.
       if (seen.has(key)) continue;
       seen.add(key);
+      const tag = this.#needTag(state, 'emotion', name);
       const uuid = uuidv7();
-      rows.push({
-        uuid,
-        tag_uuid: tag.uuid,
-        user_uuid: r.userUuid,
-        target_uuid: r.postUuid,
-        target_type: 'post',
-        language: r.language,
-        created_at: now,
-        updated_at: now,
+      associations.push({
+        tag,
+        row: {
+          uuid,
+          user_uuid: r.userUuid,
+          target_uuid: r.postUuid,
+          target_type: 'post',
+          language: r.language,
+          created_at: now,
+          updated_at: now,
+        },
       });
-      counts.set(tag.uuid, (counts.get(tag.uuid) ?? 0) + 1);
       // Reacting to one's own content earns nothing (the karma subscriber's rule).
       if (r.postAuthor !== r.userUuid) {
         grants.push({
@@ -333,78 +619,98 @@ export class BulkWriter implements WorldWriter {
         });
       }
     }
-    await insertRows(trx, 'tag_associations', rows);
-    await adjustTagCounts(trx, counts);
-    await this.#grant(trx, grants);
-    return rows.length;
+    const karma = this.#grant(state, grants);
+    return async (trx) => {
+      await this.#insertAssociations(trx, state, associations);
+      await this.#rows.insert(trx, 'karma', karma);
+      return associations.length;
+    };
   }
 
-  media(trx: Db, rows: Insertable<MediaTable>[]): Promise<void> {
-    return this.#events.media(trx, rows);
+  #media(state: BulkBatchState, rows: Insertable<MediaTable>[]): Step {
+    const karma = this.#grant(
+      state,
+      rows.map((r) => ({
+        rule: 'mediaCreated' as const,
+        userUuid: r.user_uuid,
+        targetUuid: r.uuid,
+        targetType: 'media',
+        sourceUuid: r.uuid,
+      })),
+    );
+    return quiet(async (trx) => {
+      await this.#rows.insert(trx, 'media', rows);
+      await this.#rows.insert(trx, 'karma', karma);
+    });
   }
 
-  messages(trx: Db, rows: Insertable<MessageTable>[]): Promise<void> {
-    return this.#events.messages(trx, rows);
-  }
-
-  async #emotionTag(trx: Db, emotion: string): Promise<TagRow> {
-    let tag = this.#emotionTags.get(emotion);
-    if (!tag) {
-      tag = await ensureEmotionTag(trx, emotion);
-      this.#emotionTags.set(emotion, tag);
+  /** Registers a tag the batch needs; returns its `type:key`, resolved to a uuid by the batch's first step. */
+  #needTag(state: BulkBatchState, type: TagType, name: FoundName): string {
+    let names = state.names.get(type);
+    if (!names) {
+      names = new Map();
+      state.names.set(type, names);
     }
-    return tag;
+    if (!names.has(name.key)) names.set(name.key, name);
+    return `${type}:${name.key}`;
   }
 
-  /** What the tag subscriber does on postCreated/commentCreated, for a whole batch at once. */
-  async #extractTags(
-    trx: Db,
+  /** Inserts associations with their tags' uuids and counts them for the tags' totals. */
+  async #insertAssociations(trx: Db, state: BulkBatchState, pending: PendingAssociation[]): Promise<void> {
+    const rows: Insertable<TagAssociationTable>[] = [];
+    const counts = new Map<string, number>();
+    for (const p of pending) {
+      const tagUuid = state.tags.get(p.tag);
+      if (!tagUuid) throw new Error(`tag ${p.tag} was not created`);
+      rows.push({ ...p.row, tag_uuid: tagUuid });
+      counts.set(tagUuid, (counts.get(tagUuid) ?? 0) + 1);
+    }
+    await this.#rows.insert(trx, 'tag_associations', rows);
+    addDeltas(state.tagCounts, counts);
+  }
+
+  /** What the tag subscriber does on postCreated/commentCreated, for a whole batch: one association per tag. */
+  #extractTags(
+    state: BulkBatchState,
     kind: 'post' | 'comment',
     rows: { uuid: string; user_uuid: string; body: string; language: string }[],
-  ): Promise<void> {
-    const perRow = rows.map((r) => ({
-      row: r,
-      hashtags: extractHashtags(r.body),
-      mentions: extractMentions(r.body).flatMap((name): FoundName[] => {
-        const username = this.#usernames.get(name.toLowerCase());
-        return username ? [{ name: username, key: normalizeTagName(username) }] : [];
-      }),
-    }));
-    const distinct = (names: FoundName[]) => [...new Map(names.map((n) => [n.key, n])).values()];
-    const hashtags = await ensureTags(trx, 'hashtag', distinct(perRow.flatMap((p) => p.hashtags)));
-    const mentions = await ensureTags(trx, 'mention', distinct(perRow.flatMap((p) => p.mentions)));
-    const hashtagByKey = new Map(hashtags.map((t) => [t.name_key, t.uuid]));
-    const mentionByKey = new Map(mentions.map((t) => [t.name_key, t.uuid]));
+  ): PendingAssociation[] {
     const now = nowIso();
-    const associations: Insertable<TagAssociationTable>[] = [];
-    const counts = new Map<string, number>();
-    for (const p of perRow) {
-      const tagUuids = new Set([
-        ...p.hashtags.map((h) => hashtagByKey.get(h.key)),
-        ...p.mentions.map((m) => mentionByKey.get(m.key)),
+    const associations: PendingAssociation[] = [];
+    for (const r of rows) {
+      const tags = new Set([
+        ...extractHashtags(r.body).map((h) => this.#needTag(state, 'hashtag', h)),
+        ...extractMentions(r.body).flatMap((name) => {
+          const username = this.#usernames.get(name.toLowerCase());
+          return username
+            ? [this.#needTag(state, 'mention', { name: username, key: normalizeTagName(username) })]
+            : [];
+        }),
       ]);
-      for (const tagUuid of tagUuids) {
-        if (!tagUuid) continue;
+      for (const tag of tags) {
         associations.push({
-          uuid: uuidv7(),
-          tag_uuid: tagUuid,
-          user_uuid: p.row.user_uuid,
-          target_uuid: p.row.uuid,
-          target_type: kind,
-          language: p.row.language,
-          created_at: now,
-          updated_at: now,
+          tag,
+          row: {
+            uuid: uuidv7(),
+            user_uuid: r.user_uuid,
+            target_uuid: r.uuid,
+            target_type: kind,
+            language: r.language,
+            created_at: now,
+            updated_at: now,
+          },
         });
-        counts.set(tagUuid, (counts.get(tagUuid) ?? 0) + 1);
       }
     }
-    await insertRows(trx, 'tag_associations', associations);
-    await adjustTagCounts(trx, counts);
+    return associations;
   }
 
-  /** What grantKarma does for each grant, in order: the rule's points, 0 past the daily cap; totals raised once. */
-  async #grant(trx: Db, grants: Grant[]): Promise<void> {
-    if (grants.length === 0) return;
+  /**
+   * What grantKarma does for each grant, in staging order: the rule's points, 0 past the daily cap. Returns the
+   * records; the users' deltas go to the batch.
+   */
+  #grant(state: BulkBatchState, grants: Grant[]): Insertable<KarmaTable>[] {
+    if (grants.length === 0) return [];
     const rules = karmaRules(this.#ctx);
     const now = nowIso();
     const day = now.slice(0, 10);
@@ -413,7 +719,6 @@ export class BulkWriter implements WorldWriter {
       this.#today.clear();
     }
     const records: Insertable<KarmaTable>[] = [];
-    const deltas = new Map<string, number>();
     for (const g of grants) {
       const rule = rules[g.rule];
       const key = `${g.userUuid}:${g.rule}`;
@@ -432,9 +737,12 @@ export class BulkWriter implements WorldWriter {
         created_at: now,
         updated_at: now,
       });
-      deltas.set(g.userUuid, (deltas.get(g.userUuid) ?? 0) + points);
+      state.karma.set(g.userUuid, (state.karma.get(g.userUuid) ?? 0) + points);
     }
-    await insertRows(trx, 'karma', records);
-    await addToUsersKarma(trx, this.#ctx.dialect, deltas);
+    return records;
   }
+}
+
+function addDeltas(into: Map<string, number>, deltas: Map<string, number>): void {
+  for (const [key, d] of deltas) into.set(key, (into.get(key) ?? 0) + d);
 }
