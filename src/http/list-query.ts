@@ -26,7 +26,8 @@ type Operator = keyof typeof OPERATORS;
 /** A parsed, validated list request: nothing in it is raw request text except bound values. */
 export interface ListQuery extends Window {
   sort: { column: string; direction: 'asc' | 'desc' }[];
-  filters: { column: string; op: Operator; value: string | number }[];
+  /** `in` only from a `like` on an enumeration, resolved against its values (likeToEnumValues). */
+  filters: { column: string; op: Operator | 'in'; value: string | number | string[] }[];
   uuids: string[] | undefined;
 }
 
@@ -248,6 +249,16 @@ export function parseListQuery(
         }
         const value = parseValue(name, spec, op as Operator, raw, details);
         if (value === undefined) continue;
+        if (op === 'like' && spec.type === 'enum') {
+          // An enumeration has a handful of values: the pattern picks some of them here, and the column is
+          // compared with those (an index lookup) instead of scanning every row with LIKE.
+          filters.push({
+            column: spec.column,
+            op: 'in',
+            value: likeToEnumValues(String(value), spec.values ?? []),
+          });
+          continue;
+        }
         const useKey = spec.keyColumn && (op === 'eq' || op === 'ne' || op === 'like');
         filters.push({
           column: useKey ? (spec.keyColumn as string) : spec.column,
@@ -276,8 +287,38 @@ export function parseListQuery(
   return { ...window, sort, filters: uuids ? [] : filters, uuids };
 }
 
-function condition(column: string, op: Operator, value: string | number): RawBuilder<boolean> {
+/**
+ * The values of an enumeration a `like` pattern matches, with SQL's semantics as the lists use them (the value
+ * lower-cased; `%` any run, `_` one character, `\` makes the next character literal).
+ */
+export function likeToEnumValues(pattern: string, values: readonly string[]): string[] {
+  let source = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i] as string;
+    // A lone trailing backslash never gets here (parseValue refuses it); charAt keeps it harmless anyway.
+    if (ch === '\\') source += escapeRegExp(pattern.charAt(++i));
+    else if (ch === '%') source += '[\\s\\S]*';
+    else if (ch === '_') source += '[\\s\\S]';
+    else source += escapeRegExp(ch);
+  }
+  const re = new RegExp(`^${source}$`, 'u');
+  return values.filter((v) => re.test(v.toLowerCase()));
+}
+
+function escapeRegExp(ch: string): string {
+  return ch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+function condition(
+  column: string,
+  op: Operator | 'in',
+  value: string | number | string[],
+): RawBuilder<boolean> {
   const ref = sql.ref(column);
+  if (op === 'in') {
+    const list = value as string[];
+    return list.length === 0 ? sql<boolean>`1 = 0` : sql<boolean>`${ref} in (${sql.join(list)})`;
+  }
   if (op === 'like') return sql<boolean>`lower(${ref}) like ${value} escape '\\'`;
   return sql<boolean>`${ref} ${sql.raw(OPERATORS[op])} ${value}`;
 }

@@ -392,6 +392,16 @@ for (const dialect of testDialects()) {
       assert.ok(since.count.total <= 4);
       const add = body(await list('?filterby[karma_type]=add'));
       assert.equal(add.count.total, 5);
+      // like on an enumeration picks its matching values (`post`, not `comment`/`network`); none is an empty page.
+      const enumLike = body(await list('?filterby[target_type][like]=P_st'));
+      assert.deepEqual(
+        [...new Set(enumLike.data.map((k: { target_type: string }) => k.target_type))],
+        ['post'],
+      );
+      assert.equal(enumLike.count.total, posts.count.total);
+      const noEnum = body(await list('?filterby[target_type][like]=%25tra%25'));
+      assert.deepEqual(noEnum.count.total, 0);
+      assert.deepEqual(noEnum.data, []);
     });
 
     it('fetches by uuids, ignoring other filters, and never another user record', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiError } from '../../src/http/errors.ts';
-import { parseListQuery, type Whitelist } from '../../src/http/list-query.ts';
+import { likeToEnumValues, parseListQuery, type Whitelist } from '../../src/http/list-query.ts';
 import { resolveWindow } from '../../src/http/paging.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
@@ -127,6 +127,18 @@ describe('list query engine', () => {
       1000,
     );
     assert.equal(ok.filters.length, 2);
+  });
+
+  it('resolves like on an enumeration to the values it matches, with SQL semantics', () => {
+    const values = ['post', 'comment', 'x.y', 'xzy', 'q_r', 'p%q'];
+    assert.deepEqual(likeToEnumValues('%o%', values), ['post', 'comment']);
+    assert.deepEqual(likeToEnumValues('x.y', values), ['x.y'], 'a dot is no wildcard');
+    assert.deepEqual(likeToEnumValues('x_y', values), ['x.y', 'xzy']);
+    assert.deepEqual(likeToEnumValues('q\\_r', values), ['q_r'], 'an escaped _ is literal');
+    assert.deepEqual(likeToEnumValues('p\\%q', values), ['p%q']);
+    assert.deepEqual(likeToEnumValues('%tra%', values), []);
+    const lq = parseListQuery({ filterby: { kind: { like: 'HASH%' } } }, whitelist, 1000);
+    assert.deepEqual(lq.filters, [{ column: 'tag_type', op: 'in', value: ['hashtag'] }]);
   });
 
   it('refuses more than 10 filters and 5 sort keys', () => {
