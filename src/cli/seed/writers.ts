@@ -14,8 +14,7 @@ import { nowIso, uuidv7 } from '../../db/time.ts';
 import { insertComment } from '../../modules/comment/comment.repository.ts';
 import type { CommentTable } from '../../modules/comment/comment.table.ts';
 import { insertConnection, insertFriendPair } from '../../modules/connection/connection.repository.ts';
-import type { KarmaRuleName } from '../../modules/karma/karma.rules.ts';
-import { karmaRules } from '../../modules/karma/karma.service.ts';
+import { addRecord, type Grant, karmaRules, pointsUnderCap } from '../../modules/karma/karma.service.ts';
 import type { KarmaTable } from '../../modules/karma/karma.table.ts';
 import { insertMedia } from '../../modules/media/media.repository.ts';
 import type { MediaTable } from '../../modules/media/media.table.ts';
@@ -325,15 +324,6 @@ export class EventWriter implements WorldWriter {
       });
     }
   }
-}
-
-/** One karma grant the bulk path owes: what grantKarma would be called with. */
-interface Grant {
-  rule: KarmaRuleName;
-  userUuid: string;
-  targetUuid: string;
-  targetType: string;
-  sourceUuid: string;
 }
 
 /** Tables the bulk path fills: their secondary indexes and search triggers are set aside while it runs. */
@@ -724,20 +714,9 @@ export class BulkWriter implements WorldWriter {
       const key = `${g.userUuid}:${g.rule}`;
       const today = this.#today.get(key) ?? 0;
       this.#today.set(key, today + 1);
-      const points = rule.dailyCap !== null && today >= rule.dailyCap ? 0 : rule.points;
-      records.push({
-        uuid: uuidv7(),
-        user_uuid: g.userUuid,
-        event: g.rule,
-        target_uuid: g.targetUuid,
-        target_type: g.targetType,
-        karma_type: 'add',
-        points,
-        source_uuid: g.sourceUuid,
-        created_at: now,
-        updated_at: now,
-      });
-      state.karma.set(g.userUuid, (state.karma.get(g.userUuid) ?? 0) + points);
+      const record = addRecord(g, pointsUnderCap(rule, today), now);
+      records.push(record);
+      state.karma.set(g.userUuid, (state.karma.get(g.userUuid) ?? 0) + record.points);
     }
     return records;
   }

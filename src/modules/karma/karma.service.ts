@@ -1,3 +1,4 @@
+import type { Insertable } from 'kysely';
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
@@ -29,11 +30,13 @@ import {
 import {
   COMPENSATION_EVENT,
   KARMA_EVENTS,
+  type KarmaRule,
   type KarmaRuleName,
   type KarmaRules,
   loadKarmaRules,
   ruleOfEvent,
 } from './karma.rules.ts';
+import type { KarmaTable } from './karma.table.ts';
 
 /** A karma record as the API shows it. */
 export interface Karma {
@@ -108,13 +111,27 @@ export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void>
   if (!exists) return;
   if ((await netKarmaOfSource(trx, g.userUuid, g.sourceUuid)) > 0) return;
   const rule = karmaRules(ctx)[g.rule];
-  let points = rule.points;
-  if (rule.dailyCap !== null) {
-    const today = await countNettingAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay(), rule.dailyCap);
-    if (today >= rule.dailyCap) points = 0;
-  }
-  const now = nowIso();
-  await insertKarma(trx, {
+  const today =
+    rule.dailyCap === null
+      ? 0
+      : await countNettingAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay(), rule.dailyCap);
+  const record = addRecord(g, pointsUnderCap(rule, today), nowIso());
+  await insertKarma(trx, record);
+  await addToUserKarma(trx, g.userUuid, record.points);
+}
+
+/** The points a rule gives when the user already has `today` records of it that earned points today. */
+export function pointsUnderCap(rule: KarmaRule, today: number): number {
+  return rule.dailyCap !== null && today >= rule.dailyCap ? 0 : rule.points;
+}
+
+/** The `add` record of a grant worth `points`, stamped `now`. */
+export function addRecord(
+  g: Grant,
+  points: number,
+  now: string,
+): Insertable<KarmaTable> & { points: number } {
+  return {
     uuid: uuidv7(),
     user_uuid: g.userUuid,
     event: g.rule,
@@ -125,8 +142,7 @@ export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void>
     source_uuid: g.sourceUuid,
     created_at: now,
     updated_at: now,
-  });
-  await addToUserKarma(trx, g.userUuid, points);
+  };
 }
 
 /**
