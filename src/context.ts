@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database, Dialect } from './db/database.ts';
+import type { ReadCacheScope } from './db/exact-cache.ts';
 import type { EventBus } from './events/bus.ts';
 
 /** What services need: the database (and its reader), its engine, the configuration and the event bus. */
@@ -11,4 +12,9 @@ export interface Context {
   dialect: Dialect;
   config: Config;
   bus: EventBus;
+}
+
+/** The exact read cache of token checks and tag reads (src/db/exact-cache.ts), sized by READ_CACHE_ENTRIES. */
+export function readCacheScope(ctx: Context): ReadCacheScope {
+  return { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
 }

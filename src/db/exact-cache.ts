@@ -8,7 +8,7 @@ import type { Db, Dialect } from './database.ts';
  * PostgreSQL: the current snapshot (a write needs a transaction id, which moves xmax, and its commit leaves the
  * in-progress list).
  */
-export async function dataVersion(db: Db, dialect: Dialect): Promise<string> {
+async function dataVersion(db: Db, dialect: Dialect): Promise<string> {
   if (dialect === 'postgres') {
     const r = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
     return r.rows[0]?.v ?? '';
@@ -24,7 +24,7 @@ export async function dataVersion(db: Db, dialect: Dialect): Promise<string> {
 /**
  * An exact cache of read answers (searches, single tags, token checks): an answer is reused only while the
  * database is unchanged since it was computed (any committed write anywhere, by this process or another, moves
- * the data version: `dataVersion`). So a cached answer is always the answer a fresh search would give: no
+ * the data version: `dataVersion`). So a cached answer is always the answer a fresh read would give: no
  * staleness, nothing a viewer may no longer see, read-your-writes kept. Keys hold the viewer, so one viewer's
  * answer is never given to another. Identical requests arriving while one is being computed share it.
  */

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context } from '../../context.ts';
+import { type Context, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { cachedRead } from '../../db/exact-cache.ts';
 import { isoIn, nowIso, uuidv7 } from '../../db/time.ts';
@@ -25,7 +25,7 @@ type TokenCheckRow = Awaited<ReturnType<typeof repo.findTokenForCheck>>;
  * a deleted user or a disabled client is a commit, so it is seen by the very next request).
  */
 async function findTokenRow(ctx: Context, tokenHash: string): Promise<TokenCheckRow> {
-  const scope = { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
+  const scope = readCacheScope(ctx);
   // Wrapped: an unknown token (undefined) is an answer worth keeping too.
   const found = await cachedRead(scope, 'token', tokenHash, false, async () => ({
     row: await repo.findTokenForCheck(ctx.db, tokenHash),

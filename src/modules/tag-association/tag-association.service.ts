@@ -1,4 +1,4 @@
-import type { Context } from '../../context.ts';
+import { type Context, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { cachedRead } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
@@ -94,7 +94,7 @@ export async function listAssociations(
 ) {
   const lq = parseListQuery(query, ASSOCIATION_WHITELIST, LIST_MAX_OFFSET);
   const language = typeof query.language === 'string' ? query.language : undefined;
-  const scope = { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
+  const scope = readCacheScope(ctx);
   const page = async () => {
     const [rows, total] = await Promise.all([
       listAssociationRows(ctx.readDb, lq, language, viewer),

@@ -1,7 +1,7 @@
-import type { Context } from '../../context.ts';
+import { type Context, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { cachedRead, type ReadCacheScope } from '../../db/exact-cache.ts';
+import { cachedRead } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
 import { type ListQuery, parseListQuery } from '../../http/list-query.ts';
@@ -92,7 +92,7 @@ export async function getTag(
     const found = await findVisibleTagWithAssociations(ctx.db, key, viewer, ASSOCIATIONS_IN_TAG);
     return { tag: found ? toApiTag(found.row, found.associations) : undefined };
   };
-  const { tag } = await cachedRead(readCache(ctx), 'tag', JSON.stringify([key, viewer]), fresh, read);
+  const { tag } = await cachedRead(readCacheScope(ctx), 'tag', JSON.stringify([key, viewer]), fresh, read);
   if (!tag) throw objectNotFound('tag');
   return tag;
 }
@@ -109,18 +109,13 @@ export async function listTags(
 ) {
   const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
   return cachedRead(
-    readCache(ctx),
+    readCacheScope(ctx),
     'tags',
     JSON.stringify([query, viewer]),
     fresh,
     () => listTagPage(ctx, lq, viewer),
     (page) => page.data.length + 1,
   );
-}
-
-/** The exact read cache of tag reads (src/db/exact-cache.ts), sized by READ_CACHE_ENTRIES. */
-export function readCache(ctx: Context): ReadCacheScope {
-  return { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
 }
 
 async function listTagPage(ctx: Context, lq: ListQuery, viewer: string | null) {
