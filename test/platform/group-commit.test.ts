@@ -129,6 +129,50 @@ describe('group commit in the SQLite driver', () => {
     assert.equal(count(other, 'c4'), 1);
   });
 
+  it('fails the finished members too when a member fills the disk (SQLite rolls the whole group back)', async () => {
+    await sql.raw('PRAGMA wal_checkpoint(TRUNCATE)').execute(db);
+    const pages = Number(
+      (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0]?.page_count,
+    );
+    // Each row takes a page of its own: room for two of them, not for the third.
+    await sql.raw(`PRAGMA max_page_count = ${pages + 2}`).execute(db);
+    const before = stats();
+    const big = (l: string) => `${l}${'x'.repeat(3000)}`;
+    const labels = ['e1', 'e2', 'e3', 'e4', 'e5', 'e6'];
+    const results = await Promise.allSettled(
+      labels.map((l) =>
+        db.transaction().execute(async (trx) => {
+          await trx
+            .insertInto('item')
+            .values({ label: big(l), parent_id: 1 })
+            .execute();
+        }),
+      ),
+    );
+    await sql.raw('PRAGMA max_page_count = 1073741823').execute(db);
+    // e1 and e2 had finished when e3 filled the disk: they are lost with it and hear so (SQLITE_FULL, which the
+    // API answers 503). What is in the file is exactly what was acknowledged.
+    assert.deepEqual(
+      results.slice(0, 3).map((r) => r.status),
+      ['rejected', 'rejected', 'rejected'],
+    );
+    for (const r of results) {
+      if (r.status === 'rejected')
+        assert.equal((r.reason as { errcode?: number }).errcode, 13, String(r.reason));
+    }
+    const stored = (
+      other.prepare("SELECT label FROM item WHERE label LIKE 'e_x%'").all() as { label: string }[]
+    ).map((row) => row.label.slice(0, 2));
+    assert.deepEqual(
+      stored.sort(),
+      labels.filter((_, i) => results[i]?.status === 'fulfilled'),
+    );
+    const now = stats();
+    assert.ok(now.failedMembers - before.failedMembers >= 2, JSON.stringify({ before, now }));
+    await insert('e7');
+    assert.equal(count(other, 'e7'), 1);
+  });
+
   it('reads outside transactions see committed data only; a write outside one commits the open group first', async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => {

@@ -59,9 +59,12 @@ describe('disk full inside a commit group (SQLite)', { skip: !sqliteDialect }, (
     });
     const after = t.handle.groupCommitStats?.();
     assert.ok(refused.length > 0, 'the disk filled up');
+    // Whether finished posts shared the lost group depends on how the requests' turns interleave; the lost group
+    // itself does not. Finished members failing with their group is pinned deterministically in
+    // test/platform/group-commit.test.ts ("fails the finished members too when a member fills the disk").
     assert.ok(
-      (after?.failedMembers ?? 0) > (before.failedMembers ?? 0),
-      `writes that had finished were failed with their lost group: ${JSON.stringify({ before, after })}`,
+      (after?.failedGroups ?? 0) > (before.failedGroups ?? 0),
+      `the full disk cost a commit group: ${JSON.stringify({ before, after })}`,
     );
 
     // Acknowledged means in the file, with its karma record, its search document and its tag association.
