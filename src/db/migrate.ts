@@ -10,6 +10,7 @@ import { searchPlainWeightMigration } from './migrations/0005-search-plain-weigh
 import { tagAudienceMigration } from './migrations/0006-tag-audience.ts';
 import { karmaNettingIndexMigration } from './migrations/0008-karma-netting-index.ts';
 import { tagAudienceTriggerMigration } from './migrations/0009-tag-audience-trigger.ts';
+import { writePathMigration } from './migrations/0010-write-path.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -23,6 +24,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0006-tag-audience': tagAudienceMigration(dialect),
     '0008-karma-netting-index': karmaNettingIndexMigration(dialect),
     '0009-tag-audience-trigger': tagAudienceTriggerMigration(dialect),
+    '0010-write-path': writePathMigration(dialect),
   };
 }
 

@@ -31,7 +31,8 @@ export type TargetType = 'user' | 'network' | 'post' | 'comment' | 'media' | 'me
  * A domain event: who did what to which item. Subscribers load anything else they need through `trx`.
  *
  * Contract of each event (actor / target / data):
- * - postCreated, postUpdated, postDeleted: the author / the post ('post') / none.
+ * - postCreated: the author / the post ('post') / { body, language, visibility } as stored.
+ * - postUpdated, postDeleted: the author / the post ('post') / none.
  * - commentCreated, commentUpdated, commentDeleted: the author / the comment ('comment') / { post_uuid }.
  * - mediaCreated, mediaDeleted: the owner / the media ('media') / none.
  * - networkCreated, networkDeleted: the creator / the network ('network') / none.
@@ -50,7 +51,10 @@ export interface DomainEvent {
   actorUuid: string;
   targetUuid: string;
   targetType: TargetType;
-  /** Event-specific facts the target row no longer holds (e.g. the other side of a connection, the reacted content's author). */
+  /**
+   * Event-specific facts the target row no longer holds (e.g. the other side of a connection, the reacted content's
+   * author), or what the writer just stored (a new post's text), so subscribers need not read it back.
+   */
   data?: Record<string, string | number | null>;
 }
 

@@ -5,10 +5,28 @@
 // with a day of 0-point records and a long history of records that earned points under another rule.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import type { FastifyInstance } from 'fastify';
+import {
+  type KyselyPlugin,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  PostgresQueryCompiler,
+  type QueryId,
+  type QueryResult,
+  type RootOperationNode,
+  SqliteQueryCompiler,
+  sql,
+  type UnknownRow,
+} from 'kysely';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { Context } from '../../src/context.ts';
+import { connectDatabase } from '../../src/db/connect.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { saveClient } from '../../src/modules/auth/auth.service.ts';
 import { nettingAddRecordsCount } from '../../src/modules/karma/karma.repository.ts';
-import { body, testDialects } from '../helper.ts';
+import { body, injectWithToken, insertTestUser, type TestUser, testDialects } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
 
 const ZERO_POINT_RECORDS = 3000;
@@ -30,6 +48,7 @@ for (const dialect of testDialects()) {
   describe(`karma daily-cap check past the cap [${dialect.name}]`, () => {
     let t: LoggedApp;
     let author: { uuid: string; token: string };
+    let firstPost: string;
     const since = () => {
       const d = new Date();
       d.setUTCHours(0, 0, 0, 0);
@@ -48,6 +67,7 @@ for (const dialect of testDialects()) {
           payload: { body: `p${i}` },
         });
         assert.equal(res.statusCode, 201, res.body);
+        if (i === 0) firstPost = body(res).data.uuid;
       }
       // Also a history that earned points under another rule, so no other index of the author's records is short.
       const now = nowIso();
@@ -117,6 +137,292 @@ for (const dialect of testDialects()) {
       assert.ok(
         read <= CAP * 2,
         `the check read ${read} rows of a day of ${CAP + ZERO_POINT_RECORDS + 1}: ${JSON.stringify(outer)}`,
+      );
+      // No source was taken back today: no counted record's source is probed for what it still nets.
+      const probes = scans(plan).filter((s) => s.index === 'karma_source_user');
+      assert.equal(
+        probes.reduce((sum, s) => sum + s.rows, 0),
+        0,
+        JSON.stringify(probes),
+      );
+    });
+
+    it('reads only the partial indexes of earning and subtract records on SQLite', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      const compiled = nettingAddRecordsCount(t.ctx.db, author.uuid, 'postCreated', since(), CAP).compile();
+      const plan = await t.ctx.db.executeQuery<{ detail: string }>({
+        ...compiled,
+        sql: `EXPLAIN QUERY PLAN ${compiled.sql}`,
+      });
+      const steps = plan.rows.map((r) => r.detail).join('\n');
+      assert.match(steps, /COVERING INDEX karma_netting_adds/);
+      assert.match(steps, /INDEX karma_subtracts/);
+      assert.doesNotMatch(steps, /karma_user_event_created/);
+    });
+
+    it('a post deleted today frees its place: the next post earns points again, the one after does not', async () => {
+      const deleted = await t.inject({
+        method: 'POST',
+        url: `/posts/${firstPost}/delete`,
+        token: author.token,
+      });
+      assert.equal(deleted.statusCode, 200, deleted.body);
+      const points = async () => {
+        const res = await t.inject({
+          method: 'POST',
+          url: '/posts',
+          token: author.token,
+          payload: { body: 'after a deletion' },
+        });
+        assert.equal(res.statusCode, 201, res.body);
+        const record = await t.ctx.db
+          .selectFrom('karma')
+          .select('points')
+          .where('source_uuid', '=', body(res).data.uuid)
+          .executeTakeFirstOrThrow();
+        return Number(record.points);
+      };
+      assert.equal(await points(), 2);
+      assert.equal(await points(), 0);
+    });
+  });
+}
+
+/**
+ * Records the SQL of every statement a Kysely instance runs (BEGIN and COMMIT go through the driver, not here).
+ * Queries embedded in others pass through transformQuery too; only an executed one reaches transformResult.
+ */
+class StatementLog implements KyselyPlugin {
+  readonly statements: string[] = [];
+  readonly #compiled = new WeakMap<QueryId, string>();
+  readonly #compiler: { compileQuery: (node: RootOperationNode, id: QueryId) => { sql: string } };
+
+  constructor(dialect: 'sqlite' | 'postgres') {
+    this.#compiler = dialect === 'postgres' ? new PostgresQueryCompiler() : new SqliteQueryCompiler();
+  }
+
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    this.#compiled.set(
+      args.queryId,
+      this.#compiler.compileQuery(args.node, args.queryId).sql.replace(/\s+/g, ' '),
+    );
+    return args.node;
+  }
+
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    this.statements.push(this.#compiled.get(args.queryId) ?? '(unknown)');
+    return args.result;
+  }
+}
+
+for (const dialect of testDialects()) {
+  describe(`POST /posts statements [${dialect.name}]`, () => {
+    let app: FastifyInstance;
+    let ctx: Context;
+    let log: StatementLog;
+    let close: () => Promise<void>;
+    let author: TestUser;
+    let mentioned: TestUser;
+
+    before(async () => {
+      const { url, drop } = await dialect.create();
+      const config = loadConfig({}, { DATABASE_URL: url, LOG_LEVEL: 'silent', ...UNLIMITED });
+      const handle = connectDatabase(url, { synchronous: 'NORMAL', poolSize: 5 });
+      await migrateToLatest(handle.db, handle.dialect);
+      log = new StatementLog(dialect.name);
+      const db = handle.db.withPlugin(log);
+      ({ app, ctx } = await buildApp(config, {
+        handle: { ...handle, db, readDb: db },
+        skipMigrations: true,
+        logger: false,
+      }));
+      await app.ready();
+      await saveClient(ctx.db, {
+        id: 'stmt-client',
+        secret: 'stmt-client-secret',
+        name: 'c',
+        firstParty: true,
+      });
+      author = await insertTestUser(ctx, 'stmt-client', `author_${dialect.name}`);
+      mentioned = await insertTestUser(ctx, 'stmt-client', `friend_${dialect.name}`);
+      close = async () => {
+        await app.close();
+        await handle.db.destroy();
+        await drop();
+      };
+    });
+    after(async () => close?.());
+
+    /** Posts `text` and returns the statements from the post's insert to the end of the request. */
+    const post = async (text: string) => {
+      log.statements.length = 0;
+      const res = await injectWithToken(app, {
+        method: 'POST',
+        url: '/posts',
+        token: author.token,
+        payload: { body: text, language: 'en' },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const start = log.statements.findIndex((s) => /^insert into "posts"/.test(s));
+      assert.ok(start >= 0, 'the post insert ran through the logged instance');
+      return log.statements.slice(start);
+    };
+    const text = () => `coffee #Morning #music @${mentioned.username}`;
+
+    it('past the daily cap: seven statements, no lock on the author, the tag counts last and in one', async () => {
+      // The tags exist after the first post; the cap (50) is reached after 50.
+      for (let i = 0; i < CAP; i++) await post(text());
+      const statements = await post(text());
+      assert.equal(statements.length, 7, statements.join('\n'));
+      assert.ok(!statements.some((s) => /from "users" .*for no key update/.test(s)), statements.join('\n'));
+      assert.match(statements.at(-1) as string, /update "?tags"? /);
+      assert.equal(statements.filter((s) => /update "?tags"? /.test(s)).length, 1);
+      // Nothing reads the new post back, and the mentioned user and their tag come in one statement.
+      assert.ok(!statements.some((s) => /from "posts"/.test(s)), statements.join('\n'));
+      assert.equal(statements.filter((s) => /from "users"/.test(s)).length, 1, statements.join('\n'));
+    });
+
+    it('under the cap a grant worth points locks the author on PostgreSQL only, and counts exactly', async () => {
+      const fresh = await insertTestUser(ctx, 'stmt-client', `fresh_${dialect.name}`);
+      log.statements.length = 0;
+      const res = await injectWithToken(app, {
+        method: 'POST',
+        url: '/posts',
+        token: fresh.token,
+        payload: { body: `first #Morning @${mentioned.username}`, language: 'en' },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const locks = log.statements.filter((s) => /from "users" where "uuid" = \$1 for no key update/.test(s));
+      assert.equal(locks.length, dialect.name === 'postgres' ? 1 : 0, log.statements.join('\n'));
+      const user = await ctx.db
+        .selectFrom('users')
+        .select('karma')
+        .where('uuid', '=', fresh.uuid)
+        .executeTakeFirst();
+      assert.equal(Number(user?.karma), 2);
+      const tag = await ctx.db
+        .selectFrom('tags')
+        .select('associations_count')
+        .where('tag_type', '=', 'hashtag')
+        .where('name_key', '=', 'morning')
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(tag.associations_count), CAP + 2);
+    });
+  });
+}
+
+for (const dialect of testDialects()) {
+  describe(`association audience given by the writer [${dialect.name}]`, () => {
+    let t: LoggedApp;
+    let author: TestUser;
+
+    before(async () => {
+      t = await startLoggedApp(dialect, UNLIMITED);
+      author = await t.createUser();
+    });
+    after(async () => t?.close());
+
+    const audienceOf = (targetUuid: string) =>
+      t.ctx.db
+        .selectFrom('tag_associations')
+        .select(['audience', 'audience_owner', 'audience_other'])
+        .where('target_uuid', '=', targetUuid)
+        .execute();
+
+    it('a post extracts its tags with its own audience; a wrong or missing copy is put right by the database', async () => {
+      const res = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: author.token,
+        payload: { body: 'only for friends #closecircle', visibility: 'friends' },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const postUuid = body(res).data.uuid as string;
+      assert.deepEqual(await audienceOf(postUuid), [
+        { audience: 'friends', audience_owner: author.uuid, audience_other: null },
+      ]);
+      const tag = await t.ctx.db
+        .selectFrom('tags')
+        .select('uuid')
+        .where('name_key', '=', 'closecircle')
+        .executeTakeFirstOrThrow();
+      const now = nowIso();
+      const row = (uuid: string, userUuid: string) => ({
+        uuid,
+        tag_uuid: tag.uuid,
+        user_uuid: userUuid,
+        target_uuid: postUuid,
+        target_type: 'post',
+        language: 'en',
+        created_at: now,
+        updated_at: now,
+      });
+      const other = await t.createUser();
+      const third = await t.createUser();
+      // A writer claiming the friends-only post is public, and one giving no copy at all.
+      await t.ctx.db
+        .insertInto('tag_associations')
+        .values({ ...row(uuidv7(), other.uuid), audience: 'public', audience_owner: other.uuid })
+        .execute();
+      await t.ctx.db.insertInto('tag_associations').values(row(uuidv7(), third.uuid)).execute();
+      const rows = await audienceOf(postUuid);
+      assert.equal(rows.length, 3);
+      for (const r of rows) {
+        assert.deepEqual(r, { audience: 'friends', audience_owner: author.uuid, audience_other: null });
+      }
+    });
+  });
+}
+
+for (const dialect of testDialects()) {
+  describe(`tag counts under parallel posts [${dialect.name}]`, () => {
+    let t: LoggedApp;
+    before(async () => {
+      t = await startLoggedApp(dialect, UNLIMITED);
+    });
+    after(async () => t?.close());
+
+    it('parallel posts naming the same tags in different orders all succeed and count every use', async () => {
+      const authors = await Promise.all(Array.from({ length: 4 }, () => t.createUser()));
+      const texts = ['#alpha #beta #gamma', '#gamma #beta #alpha', '#beta #alpha', '#gamma #alpha'];
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          t.inject({
+            method: 'POST',
+            url: '/posts',
+            token: (authors[i % authors.length] as TestUser).token,
+            payload: { body: `parallel ${i} ${texts[i % texts.length]}` },
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.statusCode).filter((s) => s !== 201),
+        [],
+        results.find((r) => r.statusCode !== 201)?.body,
+      );
+      const rows = await t.ctx.db
+        .selectFrom('tags as t')
+        .select([
+          't.name_key',
+          't.associations_count',
+          (eb) =>
+            eb
+              .selectFrom('tag_associations as ta')
+              .select(eb.fn.countAll().as('n'))
+              .whereRef('ta.tag_uuid', '=', 't.uuid')
+              .as('stored'),
+        ])
+        .where('t.name_key', 'in', ['alpha', 'beta', 'gamma'])
+        .orderBy('t.name_key')
+        .execute();
+      assert.deepEqual(
+        rows.map((r) => [r.name_key, Number(r.associations_count), Number(r.stored)]),
+        [
+          ['alpha', 40, 40],
+          ['beta', 30, 30],
+          ['gamma', 30, 30],
+        ],
       );
     });
   });

@@ -287,7 +287,7 @@ export class EventWriter implements WorldWriter {
         },
       ]);
       if (inserted.length === 0) continue; // this user already reacted so to this post
-      await adjustTagCounts(trx, new Map([[tag.uuid, 1]]));
+      await adjustTagCounts(trx, this.#ctx.dialect, new Map([[tag.uuid, 1]]));
       await this.#ctx.bus.emit(trx, {
         name: 'emotionCreated',
         actorUuid: r.userUuid,

@@ -10,7 +10,6 @@ import {
   addToUserKarma,
   countKarmaOfUser,
   countKarmaScope,
-  countNettingAddRecordsSince,
   deleteKarma,
   deleteKarmaOfUser,
   findKarmaByUuid,
@@ -24,6 +23,7 @@ import {
   listKarmaOfUser,
   lockUserForKarma,
   netKarmaOfSource,
+  readGrantState,
   resetUserKarma,
   updateKarma,
 } from './karma.repository.ts';
@@ -103,19 +103,30 @@ export interface Grant {
 /**
  * Writes one `add` record under a rule inside `trx` and raises the user's total by its points. Past the daily cap
  * the record is still written, with 0 points. The cap counts only today's records that still net points, so a
- * source that was granted and then taken back (a reaction removed) frees its place. A user who no longer exists, or who already nets points from this
- * source, gets nothing.
+ * source that was granted and then taken back (a reaction removed) frees its place. A user who no longer exists, or
+ * who already nets points from this source, gets nothing.
+ *
+ * One read decides (readGrantState). On PostgreSQL a grant worth points then locks the user's row and reads again,
+ * so two concurrent grants cannot both take the last place under the cap; a 0-point record (the author is past the
+ * cap, as a busy one is all day) changes no total and takes no lock, so a busy author's writes do not queue on
+ * their row through every commit. Reading without the lock can only see fewer of today's records than are
+ * committed, or a place freed by a compensation not committed yet: both give the outcome of one serial order.
+ * SQLite runs one write transaction at a time, so its first read stands.
  */
 export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void> {
-  const exists = await lockUserForKarma(trx, g.userUuid, ctx.dialect === 'postgres');
-  if (!exists) return;
-  if ((await netKarmaOfSource(trx, g.userUuid, g.sourceUuid)) > 0) return;
   const rule = karmaRules(ctx)[g.rule];
-  const today =
-    rule.dailyCap === null
-      ? 0
-      : await countNettingAddRecordsSince(trx, g.userUuid, g.rule, startOfUtcDay(), rule.dailyCap);
-  const record = addRecord(g, pointsUnderCap(rule, today), nowIso());
+  const since = startOfUtcDay();
+  const read = () => readGrantState(trx, g.userUuid, g.sourceUuid, g.rule, since, rule.dailyCap);
+  let state = await read();
+  if (!state.found || state.net > 0) return;
+  let points = pointsUnderCap(rule, state.today);
+  if (points > 0 && ctx.dialect === 'postgres') {
+    if (!(await lockUserForKarma(trx, g.userUuid, true))) return;
+    state = await read();
+    if (state.net > 0) return;
+    points = pointsUnderCap(rule, state.today);
+  }
+  const record = addRecord(g, points, nowIso());
   await insertKarma(trx, record);
   await addToUserKarma(trx, g.userUuid, record.points);
 }

@@ -46,11 +46,13 @@ export async function createPost(ctx: Context, userUuid: string, input: CreatePo
       updated_at: now,
     };
     await repo.insertPost(trx, row);
+    // The text rides along, so the tag subscriber need not read the row just written back.
     await ctx.bus.emit(trx, {
       name: 'postCreated',
       actorUuid: userUuid,
       targetUuid: row.uuid,
       targetType: 'post',
+      data: { body: row.body, language: row.language, visibility: row.visibility },
     });
     return toPost(row);
   });

@@ -356,24 +356,85 @@ export async function setTargetLanguage(
     .execute();
 }
 
-/** The text, language and author of a post or comment, for tag extraction. */
+/** The audience an association copies from a post's (or a comment's post's) visibility, as migration 0006 maps it. */
+export function audienceOfVisibility(visibility: string): string {
+  return visibility === 'public' || visibility === 'friends' || visibility === 'private'
+    ? visibility
+    : 'private';
+}
+
+/**
+ * A post or comment as tag extraction needs it: its text, language and author, and the audience its associations
+ * copy (for a comment, its post's visibility and owner).
+ */
+export interface ContentText {
+  body: string;
+  language: string;
+  user_uuid: string;
+  audience: string;
+  audience_owner: string;
+}
+
+/** The text, language, author and association audience of a post or comment, for tag extraction. */
 export async function findContentText(
   db: Db,
   kind: 'post' | 'comment',
   uuid: string,
-): Promise<{ body: string; language: string; user_uuid: string } | undefined> {
-  if (kind === 'post') {
-    return db
-      .selectFrom('posts')
-      .select(['body', 'language', 'user_uuid'])
-      .where('uuid', '=', uuid)
-      .executeTakeFirst();
-  }
-  return db
-    .selectFrom('comments')
-    .select(['body', 'language', 'user_uuid'])
-    .where('uuid', '=', uuid)
-    .executeTakeFirst();
+): Promise<ContentText | undefined> {
+  const row =
+    kind === 'post'
+      ? await db
+          .selectFrom('posts as p')
+          .select(['p.body', 'p.language', 'p.user_uuid', 'p.visibility', 'p.user_uuid as owner'])
+          .where('p.uuid', '=', uuid)
+          .executeTakeFirst()
+      : await db
+          .selectFrom('comments as c')
+          .innerJoin('posts as p', 'p.uuid', 'c.post_uuid')
+          .select(['c.body', 'c.language', 'c.user_uuid', 'p.visibility', 'p.user_uuid as owner'])
+          .where('c.uuid', '=', uuid)
+          .executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    body: row.body,
+    language: row.language,
+    user_uuid: row.user_uuid,
+    audience: audienceOfVisibility(row.visibility),
+    audience_owner: row.owner,
+  };
+}
+
+/** A user a text mentions, with the mention tag stored under the user's username key, if any. */
+export interface MentionedUser {
+  username: string;
+  username_key: string;
+  tag: { uuid: string; name_key: string } | undefined;
+}
+
+/**
+ * The users of some `@names` (compared ignoring case), each with the mention tag whose key is their username key, in
+ * one statement: usernames are ASCII letters, digits and `_`, so their tag key (normalizeTagName) is that lower-case
+ * key; the caller checks it and looks the tag up itself where it is not.
+ */
+export async function findMentionedUsers(db: Db, names: string[]): Promise<MentionedUser[]> {
+  if (names.length === 0) return [];
+  const rows = await db
+    .selectFrom('users as u')
+    .leftJoin('tags as t', (join) =>
+      join.on('t.tag_type', '=', 'mention').onRef('t.name_key', '=', 'u.username_key'),
+    )
+    .select(['u.username', 'u.username_key', 't.uuid as tag_uuid', 't.name_key as tag_key'])
+    .where(
+      'u.username_key',
+      'in',
+      names.map((n) => n.toLowerCase()),
+    )
+    .execute();
+  return rows.map((r) => ({
+    username: r.username,
+    username_key: r.username_key,
+    tag: r.tag_uuid !== null && r.tag_key !== null ? { uuid: r.tag_uuid, name_key: r.tag_key } : undefined,
+  }));
 }
 
 /** An association whose copied audience differs from what its target gives (findAudienceMismatches). */

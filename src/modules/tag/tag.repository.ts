@@ -110,17 +110,33 @@ export async function deleteTagRow(db: Db, uuid: string): Promise<boolean> {
   return Number(r.numDeletedRows) === 1;
 }
 
-/** Adds each delta to its tag's associations_count (row-locked increments stay exact under concurrency). */
-export async function adjustTagCounts(db: Db, deltas: Map<string, number>): Promise<void> {
-  // A fixed order of row locks keeps two writers touching the same tags from deadlocking.
-  for (const [uuid, delta] of [...deltas].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-    if (delta === 0) continue;
-    await db
-      .updateTable('tags')
-      .set({ associations_count: sql`associations_count + ${delta}` })
-      .where('uuid', '=', uuid)
-      .execute();
+/**
+ * Adds each delta to its tag's associations_count in one statement (row-locked increments stay exact under
+ * concurrency). A post's tags are popular rows every writer of them queues on until its commit, so the writer takes
+ * them last and all at once. PostgreSQL locks them in uuid order first (a locking subquery sorts before it locks):
+ * two writers touching the same tags never hold one each and wait for the other. SQLite runs one write
+ * transaction at a time.
+ */
+export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<string, number>): Promise<void> {
+  const entries = [...deltas].filter(([, delta]) => delta !== 0).sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  if (entries.length === 0) return;
+  const uuids = entries.map(([uuid]) => uuid);
+  if (dialect === 'postgres') {
+    await sql`with locked as (select uuid from tags where uuid = any(${uuids}::text[]) order by uuid for no key update)
+      update tags t set associations_count = t.associations_count + v.delta
+      from unnest(${uuids}::text[], ${entries.map(([, delta]) => delta)}::integer[]) as v(uuid, delta)
+      where t.uuid = v.uuid and t.uuid in (select uuid from locked)`.execute(db);
+    return;
   }
+  const delta = sql.join(
+    entries.map(([uuid, d]) => sql`when ${uuid} then ${d}`),
+    sql` `,
+  );
+  await db
+    .updateTable('tags')
+    .set({ associations_count: sql`associations_count + (case uuid ${delta} end)` })
+    .where('uuid', 'in', uuids)
+    .execute();
 }
 
 /** Whitelist of the tag list: property name to trusted column (name compares through its normalized key). */
