@@ -19,6 +19,17 @@ const int =
     return n;
   };
 
+// 0 switches a limit off; anything else must be large enough to work.
+const zeroOr =
+  (min: number, max: number) =>
+  (raw: string): number => {
+    const message = `must be 0 or a whole number from ${min} to ${max}`;
+    if (!/^\d+$/.test(raw.trim())) throw new Error(message);
+    const n = Number(raw);
+    if (n !== 0 && (n < min || n > max)) throw new Error(message);
+    return n;
+  };
+
 const bool = (raw: string): boolean => {
   const v = raw.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
@@ -179,17 +190,53 @@ export const variables = {
       'Worker threads, each with a read-only SQLite connection, that run searches and list pages off the event loop (0: all queries on the main thread; ignored on PostgreSQL and in-memory SQLite).',
     parse: int(0, 64),
   },
+  SQLITE_READER_HEAP_MB: {
+    default: '64',
+    description:
+      'JavaScript heap limit of each SQLite reader thread in MB (its old generation; the young generation is held to 8 MB). A read whose rows do not fit stops its thread and is answered 503; a new thread takes its place.',
+    parse: int(16, 4096),
+  },
   SEARCH_CACHE_ITEMS: {
     default: '20000',
     description:
       "Items of search answers kept in each process's exact answer cache (an answer is reused only while nothing was committed since; 0: no cache). A request with `Cache-Control: no-cache` is always computed afresh.",
     parse: int(0, 1_000_000),
   },
+  SEARCH_CACHE_MB: {
+    default: '32',
+    description:
+      "Memory the search answer cache may hold in each process, in MB (estimated from the answers' text and fields); the least recently used answers go first when either this or SEARCH_CACHE_ITEMS is reached.",
+    parse: int(1, 65_536),
+  },
   READ_CACHE_ENTRIES: {
     default: '10000',
     description:
       "Token checks and tag reads (single tags, tag and association list pages) kept in each process's exact read cache (an entry is reused only while nothing was committed since; 0: no cache).",
     parse: int(0, 1_000_000),
+  },
+  READ_CACHE_MB: {
+    default: '8',
+    description:
+      'Memory each of the read caches (token checks, single tags, tag list pages, association list pages) may hold in each process, in MB (estimated); the least recently used entries go first when either this or READ_CACHE_ENTRIES is reached.',
+    parse: int(1, 65_536),
+  },
+  HEAP_SEMI_SPACE_MB: {
+    default: '32',
+    description:
+      "Largest V8 semi-space of each API process's main thread in MB (`--max-semi-space-size`; the young generation is two of them). V8's default lets it grow to 64 MB under load; 16 saves 32 MB more but tripled the collection time of uncached common-word searches. Applied by restarting the process image at start (same pid); 0, or the flag given in NODE_OPTIONS or on the command line: V8's own choice.",
+    parse: int(0, 1024),
+  },
+  HEAP_LIMIT_MB: {
+    default: '512',
+    description:
+      "Old-generation heap limit of each API process's main thread in MB (`--max-old-space-size`), applied like HEAP_SEMI_SPACE_MB. A limit below V8's default (about 4 GB) also makes V8 collect sooner: at 512 the old generation grows to about 1.35 times its live size between full collections instead of up to 4 times. A process whose live data passes the limit stops (out of memory); 0: V8's default.",
+    parse: zeroOr(128, 65_536),
+  },
+  MALLOC_ARENA_MAX: {
+    default: '2',
+    description:
+      "glibc's limit on malloc arenas (each thread that allocates may otherwise get its own, up to 8 per core, and keeps what it freed). Read by glibc at process start: when unset, the process restarts its image with this default (same pid); 0: glibc's default.",
+    parse: int(0, 1024),
   },
   ACCESS_TOKEN_TTL_SECONDS: {
     default: '3600',

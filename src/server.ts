@@ -16,6 +16,40 @@ function readConfig(): Config {
   }
 }
 
+// Set in the environment of a process image started by relaunchWithMemorySettings: it never starts another.
+const RELAUNCHED = 'SOCIAL_API_MEMORY_SETTINGS_APPLIED';
+
+/**
+ * Applies the memory settings that only take effect when a process starts (V8's heap sizes, glibc's arena limit)
+ * by replacing this process's image with one started with them: same pid, same open stdio, nothing running yet.
+ * A flag given on the command line or in NODE_OPTIONS, or MALLOC_ARENA_MAX already in the environment, wins.
+ */
+function relaunchWithMemorySettings(config: Config): void {
+  if (process.env[RELAUNCHED] || typeof process.execve !== 'function') return;
+  const given = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`;
+  const flags: string[] = [];
+  if (config.HEAP_SEMI_SPACE_MB > 0 && !given.includes('--max-semi-space-size')) {
+    flags.push(`--max-semi-space-size=${config.HEAP_SEMI_SPACE_MB}`);
+  }
+  if (config.HEAP_LIMIT_MB > 0 && !given.includes('--max-old-space-size')) {
+    flags.push(`--max-old-space-size=${config.HEAP_LIMIT_MB}`);
+  }
+  const env: Record<string, string> = {};
+  if (config.MALLOC_ARENA_MAX > 0 && process.env.MALLOC_ARENA_MAX === undefined) {
+    env.MALLOC_ARENA_MAX = String(config.MALLOC_ARENA_MAX);
+  }
+  if (flags.length === 0 && Object.keys(env).length === 0) return;
+  process.execve(
+    process.execPath,
+    [process.execPath, ...flags, ...process.execArgv, ...process.argv.slice(1)],
+    {
+      ...process.env,
+      ...env,
+      [RELAUNCHED]: '1',
+    },
+  );
+}
+
 /** One API process: listens, and on SIGINT/SIGTERM stops accepting, finishes in-flight requests, closes the database. */
 async function serve(config: Config, migrated: boolean): Promise<void> {
   const { app } = await buildApp(config, { skipMigrations: migrated });
@@ -37,6 +71,8 @@ async function serve(config: Config, migrated: boolean): Promise<void> {
 /** With WORKERS > 1 the primary migrates once, then forks that many API processes sharing the port and the database. */
 async function main(): Promise<void> {
   const config = readConfig();
+  // Before anything starts: cluster workers inherit the flags and the environment of the relaunched primary.
+  relaunchWithMemorySettings(config);
   if (config.WORKERS <= 1) return serve(config, false);
   if (cluster.isPrimary) {
     const handle = connectDatabase(config.DATABASE_URL, {

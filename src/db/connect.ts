@@ -3,13 +3,10 @@ import { dirname } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database, Dialect } from './database.ts';
+import { registerDirectVersionReader } from './exact-cache.ts';
+import type { GroupCommitOptions, GroupCommitStats } from './group-commit.ts';
 import { ReaderPool, ReaderPoolDialect } from './reader-pool.ts';
-import {
-  type GroupCommitOptions,
-  type GroupCommitStats,
-  NodeSqliteDatabase,
-  NodeSqliteDialect,
-} from './sqlite-driver.ts';
+import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-driver.ts';
 
 /** An open database with the engine it runs on. */
 export interface DbHandle {
@@ -39,6 +36,8 @@ export interface ConnectOptions {
   statementTimeoutMs?: number;
   /** SQLite files only: reader threads behind readDb (0, the default: readDb is db). */
   readers?: number;
+  /** SQLite files only: JavaScript heap limit of each reader thread in MB (default 64). */
+  readerHeapMb?: number;
   /**
    * SQLite files only: commit concurrent transactions together, one fsync for the group (docs/reliability.md).
    * On by default; false commits each transaction alone. In-memory databases never group (nothing to sync).
@@ -63,11 +62,22 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
       ...(groupCommit ? { groupCommit } : {}),
     });
     const db = new Kysely<Database>({ dialect });
+    // With group commit, reads outside transactions (the data version's query too) go to the committed-data
+    // connection, whose data_version moves with every commit of the write connection or another process.
+    if (reader) registerDirectVersionReader(db, () => String(reader.dataVersion()));
     // An in-memory database belongs to its one connection, so no other thread can read it.
     const readers = path === ':memory:' ? 0 : (options.readers ?? 0);
     const readDb =
       readers > 0
-        ? new Kysely<Database>({ dialect: new ReaderPoolDialect(new ReaderPool({ path, size: readers })) })
+        ? new Kysely<Database>({
+            dialect: new ReaderPoolDialect(
+              new ReaderPool({
+                path,
+                size: readers,
+                ...(options.readerHeapMb ? { heapMb: options.readerHeapMb } : {}),
+              }),
+            ),
+          })
         : db;
     return {
       db,

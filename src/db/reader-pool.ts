@@ -20,7 +20,12 @@ export interface ReaderPoolOptions {
   path: string;
   size: number;
   busyTimeoutMs?: number;
+  /** JavaScript heap limit of each reader thread in MB (its old generation; default 64). */
+  heapMb?: number;
 }
+
+/** Young generation of a reader thread in MB: rows live there only until they are posted to the main thread. */
+export const READER_YOUNG_GENERATION_MB = 12;
 
 interface Job {
   request: ReaderRequest;
@@ -102,6 +107,12 @@ export class ReaderPool {
     if (this.#readers.length >= this.#options.size) return undefined;
     const worker = new Worker(new URL('./reader-worker.ts', import.meta.url), {
       workerData: { path: this.#options.path, busyTimeoutMs: this.#options.busyTimeoutMs ?? 5000 },
+      // Each thread is a V8 isolate of its own, which V8 would size like a whole process's (docs/deployment.md).
+      // A read whose rows outgrow the heap stops the thread (ERR_WORKER_OUT_OF_MEMORY): answered 503 below.
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.#options.heapMb ?? 64,
+        maxYoungGenerationSizeMb: READER_YOUNG_GENERATION_MB,
+      },
     });
     // An idle pool must not keep the process alive (a CLI or test that forgets to close it still exits).
     worker.unref();
@@ -189,6 +200,16 @@ class ReaderPoolDriver implements Driver {
   }
 }
 
+/**
+ * SQLite's adapter, but for many connections: Kysely puts every query of an adapter that says SQLite has one
+ * connection behind a mutex, which made the pool run one query at a time on one thread whatever its size.
+ */
+class ReaderPoolAdapter extends SqliteAdapter {
+  override get supportsMultipleConnections(): boolean {
+    return true;
+  }
+}
+
 /** A Kysely dialect whose queries run on a ReaderPool (SQLite SQL, read-only, no transactions). */
 export class ReaderPoolDialect implements Dialect {
   readonly #pool: ReaderPool;
@@ -206,7 +227,7 @@ export class ReaderPoolDialect implements Dialect {
   }
 
   createAdapter(): DialectAdapter {
-    return new SqliteAdapter();
+    return new ReaderPoolAdapter();
   }
 
   createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {

@@ -23,7 +23,11 @@ parentPort?.on('message', (request: ReaderRequest) => {
     const stmt = database.prepare(request.sql);
     if (!stmt.reader) throw new Error('The reader pool runs only statements that return rows.');
     // Binding (Date -> ISO, boolean -> 1/0, undefined -> NULL) and plain rows come from the shared driver code.
-    response = { id: request.id, rows: stmt.all(request.parameters) };
+    // Row by row rather than all(): JavaScript runs between rows, so a read that outgrows the thread's heap limit
+    // stops at once; inside all() the collector would thrash for minutes until the whole result was built.
+    const rows: unknown[] = [];
+    for (const row of stmt.iterate(request.parameters)) rows.push(row);
+    response = { id: request.id, rows };
   } catch (err) {
     const e = err as { message?: string; code?: string; errcode?: number; errstr?: string };
     response = {

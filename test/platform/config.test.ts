@@ -14,6 +14,13 @@ describe('configuration', () => {
     assert.equal(config.SEARCH_MAX_OFFSET, 10000);
     assert.equal(config.SQLITE_SYNCHRONOUS, 'FULL');
     assert.equal(config.TRUST_PROXY, false);
+    // Memory bounds (docs/deployment.md, "Memory"): on unless switched off.
+    assert.equal(config.SQLITE_READER_HEAP_MB, 64);
+    assert.equal(config.SEARCH_CACHE_MB, 32);
+    assert.equal(config.READ_CACHE_MB, 8);
+    assert.equal(config.HEAP_SEMI_SPACE_MB, 32);
+    assert.equal(config.HEAP_LIMIT_MB, 512);
+    assert.equal(config.MALLOC_ARENA_MAX, 2);
     for (const [name, spec] of Object.entries(variables)) assert.ok(spec.description.length > 10, name);
   });
 
@@ -43,6 +50,13 @@ describe('configuration', () => {
     ['BOOTSTRAP_CLIENT', 'id:short'],
     ['SQLITE_SYNCHRONOUS', 'SOMETIMES'],
     ['PAGE_LIMIT_MAX', '0'],
+    ['SQLITE_READER_HEAP_MB', '8'],
+    ['SEARCH_CACHE_MB', '0'],
+    ['READ_CACHE_MB', 'lots'],
+    ['HEAP_SEMI_SPACE_MB', '-1'],
+    ['HEAP_LIMIT_MB', '1.5'],
+    ['HEAP_LIMIT_MB', '64'],
+    ['MALLOC_ARENA_MAX', 'two'],
     ['KARMA_RULES', '/no/such/file.json'],
   ];
   for (const [name, value] of bad) {

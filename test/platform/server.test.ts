@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -8,9 +8,11 @@ import { after, describe, it } from 'node:test';
 const dir = mkdtempSync(join(tmpdir(), 'social-server-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function start(env: Record<string, string>) {
+// A variable set to undefined is left out of the child's environment.
+function start(env: Record<string, string | undefined>) {
+  const merged = Object.entries({ ...process.env, LOG_LEVEL: 'warn', ...env });
   const child = spawn(process.execPath, ['src/server.ts'], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    env: Object.fromEntries(merged.filter((e): e is [string, string] => e[1] !== undefined)),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -24,8 +26,9 @@ function start(env: Record<string, string>) {
   return { child, exited, output: () => output };
 }
 
+// Up to 30 s: a start on a loaded machine (CI runs several test files at once) takes seconds.
 async function waitFor(url: string): Promise<Response> {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 300; i++) {
     try {
       return await fetch(url);
     } catch {
@@ -49,5 +52,57 @@ describe('server process', () => {
     assert.equal(res.status, 200);
     s.child.kill('SIGTERM');
     assert.equal(await s.exited, 0);
+  });
+
+  // The settings V8 and glibc read only at start are applied by relaunching the process image (same pid).
+  const linux = process.platform === 'linux';
+  const startedWith = (pid: number) => ({
+    args: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'),
+    env: readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0'),
+  });
+
+  it('runs with its heap and malloc settings applied to its own process', { skip: !linux }, async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const s = start({
+      PORT: String(port),
+      DATABASE_URL: `sqlite:${join(dir, 'c.db')}`,
+      HEAP_SEMI_SPACE_MB: '8',
+      HEAP_LIMIT_MB: '300',
+      NODE_OPTIONS: undefined,
+      MALLOC_ARENA_MAX: undefined,
+    });
+    try {
+      const res = await waitFor(`http://127.0.0.1:${port}/ready`);
+      assert.equal(res.status, 200);
+      const { args, env: seen } = startedWith(s.child.pid as number);
+      assert.ok(args.includes('--max-semi-space-size=8'), args.join(' '));
+      assert.ok(args.includes('--max-old-space-size=300'), args.join(' '));
+      assert.ok(seen.includes('MALLOC_ARENA_MAX=2'), 'MALLOC_ARENA_MAX defaults to 2');
+    } finally {
+      s.child.kill('SIGTERM');
+      assert.equal(await s.exited, 0);
+    }
+  });
+
+  it('keeps flags and MALLOC_ARENA_MAX the operator gave, and relaunches for nothing when all are set', {
+    skip: !linux,
+  }, async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const s = start({
+      PORT: String(port),
+      DATABASE_URL: `sqlite:${join(dir, 'd.db')}`,
+      NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=256',
+      MALLOC_ARENA_MAX: '1',
+    });
+    try {
+      assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`)).status, 200);
+      const { args, env } = startedWith(s.child.pid as number);
+      assert.ok(!args.some((a) => a.startsWith('--max-')), `no flags added: ${args.join(' ')}`);
+      assert.ok(env.includes('MALLOC_ARENA_MAX=1'));
+      assert.ok(!env.some((e) => e.startsWith('SOCIAL_API_MEMORY_SETTINGS_APPLIED=')), 'not relaunched');
+    } finally {
+      s.child.kill('SIGTERM');
+      assert.equal(await s.exited, 0);
+    }
   });
 });
