@@ -11,6 +11,7 @@ import { EventBus } from './events/bus.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import { RequestLogController } from './http/request-log.ts';
 import { rejectUnstorableText } from './http/text-input.ts';
 import accessPlugin from './modules/auth/access.plugin.ts';
 import { modules } from './modules/index.ts';
@@ -54,6 +55,7 @@ export async function buildApp(
       synchronous: config.SQLITE_SYNCHRONOUS,
       poolSize: 10,
       readers: config.SQLITE_READERS,
+      readerHeapMb: config.SQLITE_READER_HEAP_MB,
     });
   if (!options.skipMigrations) await migrateToLatest(handle.db, handle.dialect);
   const ctx: Context = {
@@ -70,6 +72,7 @@ export async function buildApp(
       options.logger === undefined
         ? { level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'req.headers.cookie'] }
         : options.logger,
+    logController: new RequestLogController(),
     bodyLimit: 1024 * 1024,
     trustProxy: config.TRUST_PROXY,
     requestIdHeader: false,
@@ -96,8 +99,10 @@ export async function buildApp(
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on every request take a callback rather than returning a promise: one microtask less each.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
   app.addHook('preHandler', rejectUnstorableText);

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database, Dialect } from './db/database.ts';
-import type { ReadCacheScope } from './db/exact-cache.ts';
+import type { ReadCacheScope, RequestVersion } from './db/exact-cache.ts';
 import type { EventBus } from './events/bus.ts';
 
 /** What services need: the database (and its reader), its engine, the configuration and the event bus. */
@@ -14,7 +14,16 @@ export interface Context {
   bus: EventBus;
 }
 
-/** The exact read cache of token checks and tag reads (src/db/exact-cache.ts), sized by READ_CACHE_ENTRIES. */
-export function readCacheScope(ctx: Context): ReadCacheScope {
-  return { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.READ_CACHE_ENTRIES };
+/**
+ * The exact read cache of token checks and tag reads (src/db/exact-cache.ts), sized by READ_CACHE_ENTRIES and
+ * READ_CACHE_MB; with a request's `version`, its cached reads share one version read.
+ */
+export function readCacheScope(ctx: Context, version?: RequestVersion | null): ReadCacheScope {
+  return {
+    db: ctx.db,
+    dialect: ctx.dialect,
+    capacity: ctx.config.READ_CACHE_ENTRIES,
+    maxBytes: ctx.config.READ_CACHE_MB * 2 ** 20,
+    version,
+  };
 }

@@ -2,23 +2,151 @@ import { sql } from 'kysely';
 import type { Db, Dialect } from './database.ts';
 
 /**
+ * Reads of a synchronous version source, shared by the requests of one event-loop turn: taken once, after the
+ * turn's I/O callbacks (setImmediate), when every request that asked during the turn has arrived, so each gets a
+ * version read after it arrived (exact), and under load one read serves every request the turn took in.
+ */
+export class TurnSharedReads {
+  readonly #read: () => string;
+  #pending: Promise<string> | undefined;
+
+  constructor(read: () => string) {
+    this.#read = read;
+  }
+
+  /** A version read after this call, in this turn's check phase. */
+  get(): Promise<string> {
+    this.#pending ??= new Promise<string>((resolve, reject) => {
+      setImmediate(() => {
+        this.#pending = undefined;
+        try {
+          resolve(this.#read());
+        } catch (err) {
+          reject(err);
+        }
+      });
+    });
+    return this.#pending;
+  }
+}
+
+// Direct readers of the data version that skip the query builder (connect.ts registers them).
+const directVersionReaders = new WeakMap<Db, TurnSharedReads>();
+
+/**
+ * Registers a direct, synchronous reader of `db`'s data version, used instead of the query below: it must change on
+ * every commit that query would see. Its reads are shared by the requests of a turn (TurnSharedReads).
+ */
+export function registerDirectVersionReader(db: Db, read: () => string): void {
+  directVersionReaders.set(db, new TurnSharedReads(read));
+}
+
+/**
+ * Version reads of one PostgreSQL database, shared by the requests that wait at the same time. A read already sent
+ * when a request asks may have been taken before that request arrived, so the request waits for the next one, sent
+ * as soon as the running one returns and shared by everyone who asked in the meantime: each still gets a version
+ * read after it asked (exact), and under load the database sees one version query per round trip instead of one
+ * per request.
+ */
+export class SharedVersionReads {
+  readonly #read: () => Promise<string>;
+  #sent: Promise<string> | undefined;
+  #next: Promise<string> | undefined;
+
+  constructor(read: () => Promise<string>) {
+    this.#read = read;
+  }
+
+  /** A version read sent after this call. */
+  get(): Promise<string> {
+    if (this.#next) return this.#next;
+    const sent = this.#sent;
+    if (!sent) return this.#send();
+    const next = sent.then(
+      () => this.#sendNext(),
+      () => this.#sendNext(),
+    );
+    this.#next = next;
+    return next;
+  }
+
+  #sendNext(): Promise<string> {
+    this.#next = undefined;
+    return this.#send();
+  }
+
+  #send(): Promise<string> {
+    const sent = this.#read();
+    this.#sent = sent;
+    const done = () => {
+      if (this.#sent === sent) this.#sent = undefined;
+    };
+    sent.then(done, done);
+    return sent;
+  }
+}
+
+const sharedPostgresReads = new WeakMap<Db, SharedVersionReads>();
+
+/**
  * A value that changes whenever anything is committed to the database, by any connection or process: the
  * version cached answers are kept under. SQLite: this connection's own row changes plus `data_version` (bumped by
  * commits of every other connection); read on `ctx.db`, whose queries wait for an open transaction to end.
  * PostgreSQL: the current snapshot (a write needs a transaction id, which moves xmax, and its commit leaves the
- * in-progress list).
+ * in-progress list), read by one query for all requests waiting at once (SharedVersionReads).
  */
-async function dataVersion(db: Db, dialect: Dialect): Promise<string> {
+function dataVersion(db: Db, dialect: Dialect): Promise<string> {
+  const direct = directVersionReaders.get(db);
+  if (direct) return direct.get();
   if (dialect === 'postgres') {
-    const r = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
-    return r.rows[0]?.v ?? '';
+    let shared = sharedPostgresReads.get(db);
+    if (!shared) {
+      shared = new SharedVersionReads(async () => {
+        const r = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
+        return r.rows[0]?.v ?? '';
+      });
+      sharedPostgresReads.set(db, shared);
+    }
+    return shared.get();
   }
+  return sqliteVersion(db);
+}
+
+async function sqliteVersion(db: Db): Promise<string> {
   const r = await sql<{
     c: number;
     v: number;
   }>`select total_changes() as c, (select data_version from pragma_data_version) as v`.execute(db);
   const row = r.rows[0];
   return row ? `${row.c}:${row.v}` : '';
+}
+
+// A cache entry's own cost besides key and answer: the Map slot, the entry object and its fields.
+const ENTRY_OVERHEAD_BYTES = 96;
+// Characters beyond Latin-1 make V8 store the whole string with two bytes per character.
+const TWO_BYTE = /[\u0100-\uffff]/;
+
+/**
+ * About how many bytes of V8 heap a JSON-like value holds: strings by their length (twice for text beyond
+ * Latin-1), objects and arrays by their slots, plus a header each. An estimate for cache budgets: it errs on
+ * the large side for short strings and ignores sharing between answers.
+ */
+export function approxBytes(value: unknown): number {
+  if (typeof value === 'string') return 16 + (TWO_BYTE.test(value) ? 2 : 1) * value.length;
+  if (value === null || typeof value !== 'object') return 8;
+  // A buffer (a rendered answer's bytes, src/http/rendered.ts) by its length, not by walking its indexes.
+  if (ArrayBuffer.isView(value)) return 64 + value.byteLength;
+  if (Array.isArray(value)) {
+    let n = 16 + 8 * value.length;
+    for (const item of value) n += approxBytes(item);
+    return n;
+  }
+  let n = 24;
+  for (const key in value) {
+    // Property names are shared by every object of the same shape: only the slot counts.
+    n += 8 + approxBytes((value as Record<string, unknown>)[key]);
+  }
+  return n;
 }
 
 /**
@@ -29,18 +157,25 @@ async function dataVersion(db: Db, dialect: Dialect): Promise<string> {
  * answer is never given to another. Identical requests arriving while one is being computed share it.
  */
 export class ExactCache<T> {
-  readonly #entries = new Map<string, { version: string; value: T; weight: number }>();
+  readonly #entries = new Map<string, { version: string; value: T; weight: number; bytes: number }>();
   readonly #pending = new Map<string, Promise<T>>();
   readonly #weigh: (value: T) => number;
   #weight = 0;
+  #bytes = 0;
   #version = '';
   /** Most weight held over all answers. */
   readonly maxWeight: number;
+  /** Most memory held over all answers and their keys, in bytes as `approxBytes` estimates them. */
+  readonly maxBytes: number;
 
-  /** `maxWeight`: most weight held over all answers; `weigh`: an answer's weight (e.g. its item count, at least 1). */
-  constructor(maxWeight: number, weigh: (value: T) => number) {
+  /**
+   * `maxWeight`: most weight held over all answers; `weigh`: an answer's weight (e.g. its item count, at least 1);
+   * `maxBytes`: most estimated memory held (unbounded when not given).
+   */
+  constructor(maxWeight: number, weigh: (value: T) => number, maxBytes = Number.POSITIVE_INFINITY) {
     this.maxWeight = maxWeight;
     this.#weigh = weigh;
+    this.maxBytes = maxBytes;
   }
 
   /**
@@ -85,6 +220,7 @@ export class ExactCache<T> {
   clear(): void {
     this.#entries.clear();
     this.#weight = 0;
+    this.#bytes = 0;
   }
 
   /** How many answers are held. */
@@ -92,21 +228,57 @@ export class ExactCache<T> {
     return this.#entries.size;
   }
 
+  /** Estimated memory held by the answers and their keys, in bytes. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   #store(key: string, version: string, value: T): void {
     const weight = Math.max(1, this.#weigh(value));
     if (weight > this.maxWeight) return;
+    // Counted apart from the weight: one page of 20 tags holds 2,000 association uuids, a search item a whole post.
+    const bytes = ENTRY_OVERHEAD_BYTES + approxBytes(key) + approxBytes(value);
+    if (bytes > this.maxBytes) return;
     const old = this.#entries.get(key);
     if (old) {
       this.#entries.delete(key);
       this.#weight -= old.weight;
+      this.#bytes -= old.bytes;
     }
-    this.#entries.set(key, { version, value, weight });
+    this.#entries.set(key, { version, value, weight, bytes });
     this.#weight += weight;
+    this.#bytes += bytes;
     for (const [k, e] of this.#entries) {
-      if (this.#weight <= this.maxWeight) break;
+      if (this.#weight <= this.maxWeight && this.#bytes <= this.maxBytes) break;
       this.#entries.delete(k);
       this.#weight -= e.weight;
+      this.#bytes -= e.bytes;
     }
+  }
+}
+
+/**
+ * The data version of one request, read once at its first cached read (so after the request arrived) and shared
+ * by its later ones: the token check and the answer then cost one version read together, which on PostgreSQL is
+ * one round trip instead of two. Exact as each read alone: a write committed before the request arrived moved the
+ * version before it was read; one committed while the request runs is concurrent with it, and the request may
+ * answer from before or after it. Only for requests that do not write: after its own write, a request must read
+ * the version anew to see that write.
+ */
+export class RequestVersion {
+  readonly #db: Db;
+  readonly #dialect: Dialect;
+  #version: Promise<string> | undefined;
+
+  constructor(db: Db, dialect: Dialect) {
+    this.#db = db;
+    this.#dialect = dialect;
+  }
+
+  /** The version, read on the first call. */
+  get(): Promise<string> {
+    this.#version ??= dataVersion(this.#db, this.#dialect);
+    return this.#version;
   }
 }
 
@@ -117,7 +289,26 @@ export interface ReadCacheScope {
   dialect: Dialect;
   /** Most weight held (0: no cache); read when the cache is first made. */
   capacity: number;
+  /** Most memory held, in bytes as `approxBytes` estimates them (default 8 MiB); read when the cache is first made. */
+  maxBytes?: number;
+  /** The request's version, shared by its cached reads; without it each cached read reads the version itself. */
+  version?: RequestVersion | null | undefined;
 }
+
+/**
+ * How a route asks a service for a cached answer: `fresh` (the request said `Cache-Control: no-cache`), the
+ * request's shared `version`, and `render`, which turns the service's answer into the form kept in the cache and
+ * returned (the route's serialized envelope), so a cached answer is served without converting it again. One
+ * route renders the answers of one cache purpose.
+ */
+export interface AnswerOptions<V, A> {
+  fresh: boolean;
+  version: RequestVersion | null | undefined;
+  render: (value: V) => A;
+}
+
+// A cache whose scope names no byte budget still has one.
+const DEFAULT_CACHE_BYTES = 8 * 2 ** 20;
 
 // Keyed by the database handle: a version is only meaningful for the database it was read from.
 const readCaches = new WeakMap<Db, Map<string, ExactCache<unknown>>>();
@@ -143,8 +334,9 @@ export async function cachedRead<T>(
   }
   let cache = byPurpose.get(purpose) as ExactCache<T> | undefined;
   if (!cache) {
-    cache = new ExactCache<T>(scope.capacity, weigh);
+    cache = new ExactCache<T>(scope.capacity, weigh, scope.maxBytes ?? DEFAULT_CACHE_BYTES);
     byPurpose.set(purpose, cache as ExactCache<unknown>);
   }
-  return cache.get(await dataVersion(scope.db, scope.dialect), key, compute, fresh);
+  const version = scope.version ? await scope.version.get() : await dataVersion(scope.db, scope.dialect);
+  return cache.get(version, key, compute, fresh);
 }

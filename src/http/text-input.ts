@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorDetail } from './errors.ts';
 
 const MAX_DEPTH = 8;
@@ -50,11 +50,19 @@ function findBadText(value: unknown, path: string, depth: number): ErrorDetail |
  * otherwise) where SQLite keeps them, and lone surrogates become U+FFFD on the way to either engine. Runs on the
  * path parameters, query string and parsed body of every request, before any handler or owner lookup.
  */
-export async function rejectUnstorableText(request: FastifyRequest): Promise<void> {
-  for (const part of [request.params, request.query, request.body]) {
-    const found = findBadText(part, '', 0);
-    if (found) {
-      throw new ApiError('invalid_request', `Invalid ${found.field || 'input'}: ${found.message}.`, [found]);
-    }
+export function rejectUnstorableText(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  // A callback hook, not an async one: it runs on every request, and one microtask less counts there.
+  const found =
+    findBadText(request.params, '', 0) ??
+    findBadText(request.query, '', 0) ??
+    findBadText(request.body, '', 0);
+  if (!found) {
+    done();
+    return;
   }
+  done(new ApiError('invalid_request', `Invalid ${found.field || 'input'}: ${found.message}.`, [found]));
 }

@@ -6,11 +6,21 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
 async function metricsPlugin(app: FastifyInstance): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
+  // Counted in a plain map and handed to prom-client when scraped: its own increment hashes and validates the
+  // labels on every request.
+  const answered = new Map<
+    string,
+    { labels: { method: string; route: string; status: string }; n: number }
+  >();
+  new Counter({
     name: 'http_requests_total',
     help: 'HTTP requests answered',
     labelNames: ['method', 'route', 'status'] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      for (const { labels, n } of answered.values()) this.inc(labels, n);
+    },
   });
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -20,12 +30,19 @@ async function metricsPlugin(app: FastifyInstance): Promise<void> {
     registers: [registry],
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook, not an async one: one microtask less on every request.
+  app.addHook('onResponse', (request, reply, done) => {
     // Unknown paths share one label, so scanners cannot blow up the label set.
     const route = request.routeOptions.url ?? 'unmatched';
-    const labels = { method: request.method, route, status: String(reply.statusCode) };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+    const key = `${request.method} ${route} ${reply.statusCode}`;
+    let entry = answered.get(key);
+    if (!entry) {
+      entry = { labels: { method: request.method, route, status: String(reply.statusCode) }, n: 0 };
+      answered.set(key, entry);
+    }
+    entry.n++;
+    duration.observe(entry.labels, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get('/metrics', { config: { access: 'none' }, schema: { hide: true } }, async (_request, reply) => {

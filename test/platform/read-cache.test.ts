@@ -3,8 +3,24 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { connectDatabase } from '../../src/db/connect.ts';
+import {
+  registerDirectVersionReader,
+  SharedVersionReads,
+  TurnSharedReads,
+} from '../../src/db/exact-cache.ts';
 import { body, injectWithToken, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost, findTag } from '../tags/support.ts';
+
+/** Waits until the wall clock is in the next whole second (answers carry the time in seconds). */
+async function nextSecond(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+}
+
+/** A JSON answer without its timestamp, which changes every second. */
+function withoutTimestamp(text: string): unknown {
+  const { timestamp: _t, ...rest } = JSON.parse(text);
+  return rest;
+}
 
 // The exact read caches (src/db/exact-cache.ts) of token checks and single tags: whatever was read before, the
 // next request after any commit (by this process or another, as with WORKERS=2) sees that commit.
@@ -100,5 +116,132 @@ for (const dialect of testDialects()) {
       assert.equal(own.statusCode, 200);
       assert.equal(body(own).data.associations.length, 1);
     });
+
+    it('sends a cached answer as the fresh one would be, with the timestamp of its sending', async () => {
+      await createPost(t, alice, 'rendered once #renderedtag');
+      const tag = await findTag(t, 'hashtag', 'renderedtag');
+      for (const url of [
+        `/tags/${tag.uuid}`,
+        '/tags?filterby[tag_type]=hashtag&sortby[associations_count]=desc&sortby[created_at]=asc&limit=5',
+        `/tag-associations?filterby[tag_uuid]=${tag.uuid}&limit=5`,
+      ]) {
+        const first = await t.inject({ method: 'GET', url, token: alice.token });
+        assert.equal(first.statusCode, 200, first.body);
+        await nextSecond();
+        const cached = await t.inject({ method: 'GET', url, token: alice.token });
+        const fresh = await t.inject({
+          method: 'GET',
+          url,
+          token: alice.token,
+          headers: { 'cache-control': 'no-cache' },
+        });
+        for (const res of [cached, fresh]) {
+          assert.equal(res.statusCode, 200, res.body);
+          assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+          assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
+          assert.equal(res.headers['cache-control'], 'no-store');
+        }
+        assert.deepEqual(withoutTimestamp(cached.body), withoutTimestamp(first.body), url);
+        assert.deepEqual(withoutTimestamp(fresh.body), withoutTimestamp(first.body), url);
+        assert.ok(
+          body(cached).timestamp > body(first).timestamp,
+          `${url}: a cached answer carries the time it was sent, not the time it was computed`,
+        );
+        assert.equal(body(cached).status, 'OK');
+      }
+    });
+  });
+
+  describe(`one data version read per request [${dialect.name}]`, () => {
+    let t: TestApp;
+    let alice: TestUser;
+    let reads = 0;
+    let version = 0;
+
+    before(async () => {
+      t = await startTestApp(dialect);
+      alice = await t.createUser();
+      await createPost(t, alice, 'counting versions #versiontag');
+      // A counting stand-in for the engine's version: it moves only when the test says a write happened.
+      registerDirectVersionReader(t.ctx.db, () => {
+        reads++;
+        return String(version);
+      });
+    });
+    after(async () => {
+      await t?.close();
+    });
+
+    it('the token check and the answer share one version read', async () => {
+      version++;
+      const tag = await findTag(t, 'hashtag', 'versiontag');
+      for (const url of [
+        `/tags/${tag.uuid}`,
+        '/tags?filterby[tag_type]=hashtag&limit=5',
+        `/tag-associations?filterby[tag_uuid]=${tag.uuid}&limit=5`,
+      ]) {
+        for (const fresh of [false, true, false]) {
+          const before = reads;
+          const res = await t.inject({
+            method: 'GET',
+            url,
+            token: alice.token,
+            ...(fresh ? { headers: { 'cache-control': 'no-cache' } } : {}),
+          });
+          assert.equal(res.statusCode, 200, res.body);
+          assert.equal(reads - before, 1, `${url}${fresh ? ' (no-cache)' : ''}: version reads`);
+        }
+      }
+    });
   });
 }
+
+describe('shared version reads (PostgreSQL)', () => {
+  it('gives every caller a read sent after it asked, one read for all who wait together', async () => {
+    const sent: { at: number; resolve: (v: string) => void }[] = [];
+    let clock = 0;
+    const reads = new SharedVersionReads(
+      () => new Promise<string>((resolve) => sent.push({ at: ++clock, resolve })),
+    );
+    const ask = () => {
+      const askedAt = ++clock;
+      return reads.get().then((v) => ({ askedAt, sentAt: Number(v) }));
+    };
+    const first = ask();
+    assert.equal(sent.length, 1, 'nothing running: sent at once');
+    const waiting = [ask(), ask(), ask()];
+    assert.equal(sent.length, 1, 'the running read is too early for later callers: they wait');
+    sent[0]?.resolve(String(sent[0].at));
+    await first;
+    await new Promise((r) => setImmediate(r));
+    assert.equal(sent.length, 2, 'one read for the three that waited');
+    const late = ask();
+    sent[1]?.resolve(String(sent[1].at));
+    const answers = [await first, ...(await Promise.all(waiting))];
+    await new Promise((r) => setImmediate(r));
+    assert.equal(sent.length, 3, 'a caller that came during the second read gets a third');
+    sent[2]?.resolve(String(sent[2].at));
+    answers.push(await late);
+    for (const a of answers)
+      assert.ok(a.sentAt > a.askedAt, `read sent at ${a.sentAt}, asked at ${a.askedAt}`);
+  });
+});
+
+describe('turn-shared version reads (SQLite)', () => {
+  it('reads once for the requests of a turn, after the last of them asked', async () => {
+    const log: string[] = [];
+    let version = 0;
+    const reads = new TurnSharedReads(() => {
+      log.push('read');
+      return String(++version);
+    });
+    const asked = [1, 2, 3].map((i) => {
+      log.push(`ask ${i}`);
+      return reads.get();
+    });
+    assert.deepEqual(log, ['ask 1', 'ask 2', 'ask 3'], 'nothing is read while the turn still runs');
+    assert.deepEqual(await Promise.all(asked), ['1', '1', '1']);
+    assert.deepEqual(log, ['ask 1', 'ask 2', 'ask 3', 'read']);
+    assert.equal(await reads.get(), '2', 'a later turn reads anew');
+  });
+});

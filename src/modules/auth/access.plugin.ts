@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Context } from '../../context.ts';
+import { RequestVersion } from '../../db/exact-cache.ts';
 import { type DisablableOperation, isOperationEnabled, operationDisabled } from '../../http/disabled.ts';
 import { ApiError, objectNotFound } from '../../http/errors.ts';
 import { type AuthContext, authenticate } from './auth.service.ts';
@@ -26,6 +27,11 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     auth: AuthContext | null;
+    /**
+     * The data version this request's cached reads share (the token check's and the answer's): read once, at the
+     * token check. For reads only: a handler that writes must not pass it to a read after its write.
+     */
+    readVersion: RequestVersion | null;
   }
 }
 
@@ -40,6 +46,7 @@ function bearerToken(request: FastifyRequest): string | undefined {
 async function accessPlugin(app: FastifyInstance, opts: { ctx: Context }): Promise<void> {
   const { ctx } = opts;
   app.decorateRequest('auth', null);
+  app.decorateRequest('readVersion', null);
 
   app.addHook('onRoute', (route) => {
     const config = (route.config ?? {}) as NonNullable<typeof route.config>;
@@ -88,7 +95,9 @@ async function accessPlugin(app: FastifyInstance, opts: { ctx: Context }): Promi
           { 'WWW-Authenticate': 'Bearer' },
         );
       }
-      const auth = await authenticate(ctx, token);
+      const version = new RequestVersion(ctx.db, ctx.dialect);
+      request.readVersion = version;
+      const auth = await authenticate(ctx, token, version);
       request.auth = auth;
       reply.header('cache-control', 'no-store');
       if (access === 'public') return;

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { type Context, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
-import { cachedRead } from '../../db/exact-cache.ts';
+import { cachedRead, type RequestVersion } from '../../db/exact-cache.ts';
 import { isoIn, nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError } from '../../http/errors.ts';
 import * as repo from './auth.repository.ts';
@@ -24,24 +24,37 @@ type TokenCheckRow = Awaited<ReturnType<typeof repo.findTokenForCheck>>;
  * The token row of a hash, from the exact read cache while nothing was committed since it was read (a revocation,
  * a deleted user or a disabled client is a commit, so it is seen by the very next request).
  */
-async function findTokenRow(ctx: Context, tokenHash: string): Promise<TokenCheckRow> {
-  const scope = readCacheScope(ctx);
-  // Wrapped: an unknown token (undefined) is an answer worth keeping too.
-  const found = await cachedRead(scope, 'token', tokenHash, false, async () => ({
-    row: await repo.findTokenForCheck(ctx.db, tokenHash),
-  }));
-  return found.row;
+async function findTokenRow(
+  ctx: Context,
+  tokenHash: string,
+  version: RequestVersion | null | undefined,
+): Promise<{ row: TokenCheckRow; expiresAtMs: number }> {
+  const scope = readCacheScope(ctx, version);
+  // Wrapped: an unknown token (undefined) is an answer worth keeping too. The expiry is parsed once per read, as
+  // every use compares it with the clock.
+  return cachedRead(scope, 'token', tokenHash, false, async () => {
+    const row = await repo.findTokenForCheck(ctx.db, tokenHash);
+    return { row, expiresAtMs: row ? Date.parse(row.expires_at) : 0 };
+  });
 }
 
-/** The client credentials check: the bearer token is known, unexpired, unrevoked and its client active. */
-export async function authenticate(ctx: Context, rawToken: string): Promise<AuthContext> {
-  const row = await findTokenRow(ctx, hashToken(rawToken));
+/**
+ * The client credentials check: the bearer token is known, unexpired, unrevoked and its client active. `version`:
+ * the request's data version, shared with its other cached reads.
+ */
+export async function authenticate(
+  ctx: Context,
+  rawToken: string,
+  version?: RequestVersion | null,
+): Promise<AuthContext> {
+  const { row, expiresAtMs } = await findTokenRow(ctx, hashToken(rawToken), version);
   if (row?.kind !== 'access')
     throw unauthenticated('The bearer token is not known. Get one from POST /oauth/token.');
   if (row.revoked_at !== null)
     throw unauthenticated('The bearer token was revoked. Get a new one from POST /oauth/token.');
-  // Checked at every use, cached or not: expiry is a matter of time, not of a write.
-  if (row.expires_at <= nowIso())
+  // Checked at every use, cached or not: expiry is a matter of time, not of a write. (Negated: an expiry that did
+  // not parse counts as expired.)
+  if (!(expiresAtMs > Date.now()))
     throw unauthenticated('The bearer token has expired. Refresh it or get a new one.');
   if (row.client_disabled)
     throw new ApiError(

@@ -6,6 +6,7 @@ import { isOperationEnabled } from '../../http/disabled.ts';
 import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { ApiError } from '../../http/errors.ts';
+import { renderAnswer, sendRendered } from '../../http/rendered.ts';
 import emotionRoutes from './emotion.routes.ts';
 import {
   AssociationParams,
@@ -77,11 +78,14 @@ export default async function tagAssociationRoutes(
         response: { 200: ListEnvelope(Type.Array(TagAssociationSchema)) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const query = request.query as Record<string, unknown>;
-      const fresh = asksNoCache(request.headers['cache-control']);
-      const { data, count } = await listAssociations(ctx, query, request.auth?.userUuid ?? null, fresh);
-      return okList(data, count);
+      const answer = await listAssociations(ctx, query, request.auth?.userUuid ?? null, {
+        fresh: asksNoCache(request.headers['cache-control']),
+        version: request.readVersion,
+        render: (page) => renderAnswer(reply, okList(page.data, page.count)),
+      });
+      return sendRendered(reply, answer);
     },
   );
 

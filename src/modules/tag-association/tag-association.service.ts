@@ -1,20 +1,22 @@
 import { type Context, readCacheScope } from '../../context.ts';
-import type { Db } from '../../db/database.ts';
-import { cachedRead } from '../../db/exact-cache.ts';
+import type { Db, Dialect } from '../../db/database.ts';
+import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
+import type { DomainEvent } from '../../events/bus.ts';
 import { isOperationEnabled, operationDisabled } from '../../http/disabled.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
 import { parseListQuery } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
-import { extractHashtags, extractMentions } from '../tag/extract.ts';
+import { extractHashtags, extractMentions, type FoundName } from '../tag/extract.ts';
 import { normalizeTagName } from '../tag/normalize.ts';
 import { adjustTagCounts, findTagByKey, findTagByUuid } from '../tag/tag.repository.ts';
 import { ensureEmotionTag, ensureTags } from '../tag/tag.service.ts';
 import { findTarget, type TargetKind } from '../target/target.repository.ts';
-import { findUserByUsername } from '../user/user.repository.ts';
 import {
   ASSOCIATION_WHITELIST,
   type AudienceMismatch,
+  audienceOfVisibility,
+  type ContentText,
   countAssociationRows,
   deleteAssociationsByUuids,
   deleteAssociationsOfPostComments,
@@ -25,6 +27,7 @@ import {
   findAudienceMismatches,
   findContentText,
   findExtractedAssociations,
+  findMentionedUsers,
   insertAssociationsIgnoringConflicts,
   listAssociationRows,
   setTargetLanguage,
@@ -85,32 +88,44 @@ export async function getAssociation(
   return toApi(row);
 }
 
-/** The association list (targets visible to the viewer), optionally of one target language; exact count.total. */
-export async function listAssociations(
+/** One page of the association list with its paging echo. */
+export interface AssociationPage {
+  data: ApiTagAssociation[];
+  count: { offset: number; limit: number; total: number };
+}
+
+/**
+ * The association list (targets visible to the viewer), optionally of one target language; exact count.total.
+ * Returned rendered (`options.render`), from the exact read cache when nothing was committed since.
+ */
+export async function listAssociations<A>(
   ctx: Context,
   query: Record<string, unknown>,
   viewer: string | null,
-  fresh = false,
-) {
+  options: AnswerOptions<AssociationPage, A>,
+): Promise<A> {
   const lq = parseListQuery(query, ASSOCIATION_WHITELIST, LIST_MAX_OFFSET);
   const language = typeof query.language === 'string' ? query.language : undefined;
-  const scope = readCacheScope(ctx);
-  const page = async () => {
+  const compute = async () => {
     const [rows, total] = await Promise.all([
       listAssociationRows(ctx.readDb, lq, language, viewer),
       countAssociationRows(ctx.readDb, lq, language, viewer),
     ]);
-    return { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
+    const page = { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
+    return { answer: options.render(page), weight: page.data.length + 1 };
   };
   // Exact: reused only while nothing was committed since (src/db/exact-cache.ts).
-  return cachedRead(
+  const scope = readCacheScope(ctx, options.version);
+  const key = JSON.stringify([query, viewer]);
+  const { answer } = await cachedRead(
     scope,
     'tag-associations',
-    JSON.stringify([query, viewer]),
-    fresh,
-    page,
-    (p) => p.data.length + 1,
+    key,
+    options.fresh,
+    compute,
+    (v) => v.weight,
   );
+  return answer;
 }
 
 /** The creator of an association, or undefined when it does not exist (for the owner check). */
@@ -162,7 +177,7 @@ export async function createAssociation(
     const added = await insertAssociationsIgnoringConflicts(trx, [row]);
     if (added.length === 0)
       throw duplicate((await findAssociationByKey(trx, tag.uuid, target.uuid, caller)) ?? row);
-    await adjustTagCounts(trx, deltas(added, []));
+    await adjustTagCounts(trx, ctx.dialect, deltas(added, []));
     return toApi(row);
   });
 }
@@ -219,7 +234,7 @@ export async function deleteAssociation(ctx: Context, uuid: string): Promise<voi
   await ctx.db.transaction().execute(async (trx) => {
     const removed = await deleteAssociationsByUuids(trx, [uuid.toLowerCase()]);
     if (removed.length === 0) throw objectNotFound('tag association');
-    await adjustTagCounts(trx, deltas([], removed));
+    await adjustTagCounts(trx, ctx.dialect, deltas([], removed));
   });
 }
 
@@ -256,7 +271,7 @@ export async function updateAssociation(
       updated_at: nowIso(),
     };
     await updateAssociationRow(trx, row.uuid, patch);
-    if (tagUuid !== row.tag_uuid) await adjustTagCounts(trx, deltas([tagUuid], [row.tag_uuid]));
+    if (tagUuid !== row.tag_uuid) await adjustTagCounts(trx, ctx.dialect, deltas([tagUuid], [row.tag_uuid]));
     return toApi({ ...row, ...patch });
   });
 }
@@ -307,7 +322,7 @@ export async function react(
       targetType: kind,
       data: { emotion: tag.name_key, author_uuid: target.user_uuid, association_uuid: row.uuid },
     });
-    await adjustTagCounts(trx, deltas(added, []));
+    await adjustTagCounts(trx, ctx.dialect, deltas(added, []));
     return { association: toApi(row), created: true };
   });
 }
@@ -336,33 +351,32 @@ export async function unreact(
       data: { emotion: tag.name_key, author_uuid: target?.user_uuid ?? null, association_uuid: row.uuid },
     });
     const removed = await deleteAssociationsByUuids(trx, [row.uuid]);
-    await adjustTagCounts(trx, deltas([], removed));
+    await adjustTagCounts(trx, ctx.dialect, deltas([], removed));
   });
 }
 
 /**
  * Re-syncs the hashtags and mentions of a post or comment with its text, inside the writer's transaction: missing
- * tags are created, new associations (the author as user_uuid, the target's language) added, vanished ones removed.
+ * tags are created, new associations (the author as user_uuid, the target's language and audience) added, vanished
+ * ones removed. `text` is the content as just written when the writer has it (a new post), so it is not read back.
+ * The tags' counts come last: their rows are the ones concurrent writers queue on until each commits.
  */
 export async function syncContentTags(
   trx: Db,
+  dialect: Dialect,
   kind: ReactionKind,
   uuid: string,
   isNew: boolean,
+  text?: ContentText,
 ): Promise<void> {
-  const content = await findContentText(trx, kind, uuid);
+  const content = text ?? (await findContentText(trx, kind, uuid));
   if (!content) return;
   const found = extractHashtags(content.body);
   const names = extractMentions(content.body);
   // A new text without tags has nothing to sync: spare the writer's transaction the queries.
   if (isNew && found.length === 0 && names.length === 0) return;
   const hashtags = await ensureTags(trx, 'hashtag', found);
-  const mentioned = [];
-  for (const name of names) {
-    const user = await findUserByUsername(trx, name);
-    if (user) mentioned.push({ name: user.username, key: normalizeTagName(user.username) });
-  }
-  const mentions = await ensureTags(trx, 'mention', mentioned);
+  const mentions = await mentionTags(trx, names);
   const wanted = new Set([...hashtags, ...mentions].map((t) => t.uuid));
   const current = isNew ? [] : await findExtractedAssociations(trx, kind, uuid, content.user_uuid);
   const have = new Set(current.map((a) => a.tag_uuid));
@@ -382,24 +396,66 @@ export async function syncContentTags(
         target_uuid: uuid,
         target_type: kind,
         language: content.language,
+        // What the database's trigger would copy from the target; given here, the trigger has nothing to correct.
+        audience: content.audience,
+        audience_owner: content.audience_owner,
+        audience_other: null,
         created_at: now,
         updated_at: now,
       })),
   );
-  await adjustTagCounts(trx, deltas(added, removed));
   if (!isNew) await setTargetLanguage(trx, kind, uuid, content.language);
+  await adjustTagCounts(trx, dialect, deltas(added, removed));
+}
+
+/**
+ * The mention tags of the users some `@names` name (unknown users are no mention), created where missing. The
+ * users and their stored tags come in one statement; only a missing tag (or a key that is not the username key)
+ * takes the tag store's own lookup and insert.
+ */
+async function mentionTags(trx: Db, names: string[]): Promise<{ uuid: string }[]> {
+  const out: { uuid: string }[] = [];
+  const missing: FoundName[] = [];
+  for (const user of await findMentionedUsers(trx, names)) {
+    const key = normalizeTagName(user.username);
+    if (user.tag && user.tag.name_key === key) out.push(user.tag);
+    else missing.push({ name: user.username, key });
+  }
+  if (missing.length > 0) out.push(...(await ensureTags(trx, 'mention', missing)));
+  return out;
+}
+
+/** The text of a new post as its postCreated event carries it (undefined for an event without it). */
+export function postTextOf(event: DomainEvent): ContentText | undefined {
+  const body = event.data?.body;
+  const language = event.data?.language;
+  const visibility = event.data?.visibility;
+  if (typeof body !== 'string' || typeof language !== 'string' || typeof visibility !== 'string')
+    return undefined;
+  return {
+    body,
+    language,
+    user_uuid: event.actorUuid,
+    audience: audienceOfVisibility(visibility),
+    audience_owner: event.actorUuid,
+  };
 }
 
 /** Removes every association of a deleted item (and, for a post, of its comments). */
-export async function removeTargetTags(trx: Db, kind: TargetKind, uuid: string): Promise<void> {
+export async function removeTargetTags(
+  trx: Db,
+  dialect: Dialect,
+  kind: TargetKind,
+  uuid: string,
+): Promise<void> {
   const removed = await deleteAssociationsOfTarget(trx, kind, uuid);
   if (kind === 'post') removed.push(...(await deleteAssociationsOfPostComments(trx, uuid)));
-  await adjustTagCounts(trx, deltas([], removed));
+  await adjustTagCounts(trx, dialect, deltas([], removed));
 }
 
 /** Removes the associations a deleted user made and those on everything that goes with the user. */
-export async function removeUserTags(trx: Db, userUuid: string): Promise<void> {
-  await adjustTagCounts(trx, deltas([], await deleteAssociationsOfUser(trx, userUuid)));
+export async function removeUserTags(trx: Db, dialect: Dialect, userUuid: string): Promise<void> {
+  await adjustTagCounts(trx, dialect, deltas([], await deleteAssociationsOfUser(trx, userUuid)));
 }
 
 /** How many mismatches `check` lists at most (a healthy database has none). */

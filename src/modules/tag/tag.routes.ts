@@ -5,6 +5,7 @@ import { asksNoCache } from '../../http/cache-control.ts';
 import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { invalidField } from '../../http/errors.ts';
+import { renderAnswer, sendRendered } from '../../http/rendered.ts';
 import type { TagType } from './normalize.ts';
 import {
   NoBody,
@@ -64,9 +65,14 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
         response: { 200: DataEnvelope(TagSchema) },
       },
     },
-    async (request) => {
-      const fresh = asksNoCache(request.headers['cache-control']);
-      return ok(await getTag(ctx, (request.params as { tag_uuid: string }).tag_uuid, viewer(request), fresh));
+    async (request, reply) => {
+      const uuid = (request.params as { tag_uuid: string }).tag_uuid;
+      const answer = await getTag(ctx, uuid, viewer(request), {
+        fresh: asksNoCache(request.headers['cache-control']),
+        version: request.readVersion,
+        render: (tag) => renderAnswer(reply, ok(tag)),
+      });
+      return sendRendered(reply, answer);
     },
   );
 
@@ -90,11 +96,14 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
         response: { 200: ListEnvelope(Type.Array(TagSchema)) },
       },
     },
-    async (request) => {
-      const fresh = asksNoCache(request.headers['cache-control']);
+    async (request, reply) => {
       const query = request.query as Record<string, unknown>;
-      const { data, count } = await listTags(ctx, query, viewer(request), fresh);
-      return okList(data, count);
+      const answer = await listTags(ctx, query, viewer(request), {
+        fresh: asksNoCache(request.headers['cache-control']),
+        version: request.readVersion,
+        render: (page) => renderAnswer(reply, okList(page.data, page.count)),
+      });
+      return sendRendered(reply, answer);
     },
   );
 

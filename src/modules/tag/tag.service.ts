@@ -1,7 +1,7 @@
 import { type Context, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { cachedRead } from '../../db/exact-cache.ts';
+import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
 import { type ListQuery, parseListQuery } from '../../http/list-query.ts';
@@ -80,45 +80,55 @@ async function storedApiTag(trx: Db, uuid: string, viewer: string | null): Promi
 /**
  * One tag by uuid, if visible to the viewer (an emotion, a tag without associations, or one with an association on
  * something the viewer may see; otherwise 404 as if missing); its association uuids only those the viewer may see.
+ * Returned rendered (`options.render`), from the exact read cache when nothing was committed since.
  */
-export async function getTag(
+export async function getTag<A>(
   ctx: Context,
   uuid: string,
   viewer: string | null,
-  fresh = false,
-): Promise<ApiTag> {
+  options: AnswerOptions<ApiTag, A>,
+): Promise<A> {
   const key = uuid.toLowerCase();
   const read = async () => {
     const found = await findVisibleTagWithAssociations(ctx.db, key, viewer, ASSOCIATIONS_IN_TAG);
-    return { tag: found ? toApiTag(found.row, found.associations) : undefined };
+    // Wrapped: a missing tag (undefined) is an answer worth keeping too.
+    return { answer: found ? options.render(toApiTag(found.row, found.associations)) : undefined };
   };
-  const { tag } = await cachedRead(readCacheScope(ctx), 'tag', JSON.stringify([key, viewer]), fresh, read);
-  if (!tag) throw objectNotFound('tag');
-  return tag;
+  const scope = readCacheScope(ctx, options.version);
+  const { answer } = await cachedRead(scope, 'tag', JSON.stringify([key, viewer]), options.fresh, read);
+  if (answer === undefined) throw objectNotFound('tag');
+  return answer;
+}
+
+/** One page of the tag list with its paging echo. */
+export interface TagPage {
+  data: ApiTag[];
+  count: { offset: number; limit: number; total: number };
 }
 
 /**
  * The tag list: paging, sortby, filterby, uuids over the tags visible to the viewer; count.total is the exact size
- * of that filtered set.
+ * of that filtered set. Returned rendered (`options.render`), from the exact read cache when nothing was committed
+ * since.
  */
-export async function listTags(
+export async function listTags<A>(
   ctx: Context,
   query: Record<string, unknown>,
   viewer: string | null,
-  fresh = false,
-) {
+  options: AnswerOptions<TagPage, A>,
+): Promise<A> {
   const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
-  return cachedRead(
-    readCacheScope(ctx),
-    'tags',
-    JSON.stringify([query, viewer]),
-    fresh,
-    () => listTagPage(ctx, lq, viewer),
-    (page) => page.data.length + 1,
-  );
+  const compute = async () => {
+    const page = await listTagPage(ctx, lq, viewer);
+    return { answer: options.render(page), weight: page.data.length + 1 };
+  };
+  const scope = readCacheScope(ctx, options.version);
+  const key = JSON.stringify([query, viewer]);
+  const { answer } = await cachedRead(scope, 'tags', key, options.fresh, compute, (v) => v.weight);
+  return answer;
 }
 
-async function listTagPage(ctx: Context, lq: ListQuery, viewer: string | null) {
+async function listTagPage(ctx: Context, lq: ListQuery, viewer: string | null): Promise<TagPage> {
   const [rows, total] = await Promise.all([
     listTagRows(ctx.readDb, lq, viewer),
     countTagRows(ctx.readDb, lq, viewer),
