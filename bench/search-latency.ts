@@ -5,6 +5,7 @@
 // (every thread of the process) and the largest event-loop delay seen meanwhile.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { buildApp } from '../src/app.ts';
+import { vocabulary } from '../src/cli/seed/vocabulary.ts';
 import { BENCH_USERNAME } from '../src/cli/seed/world.ts';
 import { loadConfig } from '../src/config.ts';
 import { connectDatabase } from '../src/db/connect.ts';
@@ -47,6 +48,14 @@ const user = (await issueTokens(ctx, ctx.db, client.id, bench.uuid)).access_toke
 
 const q = (s: string) => encodeURIComponent(s);
 const common = commonestWords();
+// The deepest page (offset 9,900 of the 10,000 allowed) for 3-letter prefixes of words across the vocabulary's ranks,
+// as bench/adversarial.ts asks it (docs/search.md, "Deep pages").
+const prefixes = vocabulary('en', 1000)
+  .filter((w) => w.length >= 3)
+  .filter((_, i) => i % 50 === 0)
+  .map((w) => w.slice(0, 3));
+const deepest = (path: string, extra = '') =>
+  prefixes.map((p) => `${path}?query=${q(p)}&offset=9900&limit=100${extra}`);
 const cases: [string, string[]][] = [
   ['20 commonest words (rotating)', common.map((w) => `/search?query=${q(w)}`)],
   ['common word (love)', ['/search?query=love']],
@@ -66,6 +75,11 @@ const cases: [string, string[]][] = [
   ['/search/hashtags (lo)', ['/search/hashtags?query=lo']],
   ['/search/complete (an)', ['/search/complete?query=an']],
   ['/search/complete (#lo)', ['/search/complete?query=%23lo']],
+  ['offset 9,900, 3-letter prefixes', deepest('/search')],
+  ['offset 9,900, prefixes, language=en', deepest('/search', '&language=en')],
+  ['/search/types offset 9,900', deepest('/search/types')],
+  ['/search/users offset 9,900', deepest('/search/users')],
+  ['/search/networks offset 9,900', deepest('/search/networks')],
 ];
 
 const percentile = (values: number[], p: number) => {

@@ -83,6 +83,22 @@ function ftsKinds(scope: Scope): FtsKinds {
   return { only: kinds };
 }
 
+/** Kinds whose documents are public whatever their source (SQLITE_DOC_SOURCES: users and networks). */
+const PUBLIC_KINDS: readonly DocKind[] = ['user', 'network'];
+
+/**
+ * Whether every document of the scope's kinds is in it, so a walk may skip matches without reading their rows: user
+ * and network documents are public for everybody, and nothing else narrows the scope. The walk still applies the
+ * scope to the rows it returns.
+ */
+function everyDocInScope(scope: Scope): boolean {
+  return (
+    scope.kinds.every((k) => PUBLIC_KINDS.includes(k)) &&
+    (scope.excludeUuids ?? []).length === 0 &&
+    scope.friendsOf === undefined
+  );
+}
+
 /** The FTS5 tables a match runs on: the English-stemmed one (whole words) besides the plain one for English. */
 function ftsTables(match: Match): { table: 'search_fts' | 'search_fts_en'; lastPrefix: boolean }[] {
   const plain = { table: 'search_fts' as const, lastPrefix: true };
@@ -149,16 +165,26 @@ export interface IdWalk {
    * documents, where walking 30,000 recent ids takes 20 ms at most. Ignored on SQLite.
    */
   forceWalk?: boolean | undefined;
+  /**
+   * Also read title and body (the ranked candidates need them). Rows that are only paged through or skipped leave
+   * them out: the text is most of a row's bytes, and PostgreSQL computes the select list of every skipped row too.
+   */
+  withText?: boolean | undefined;
   offset: number;
   limit: number;
+}
+
+/** The select list of a walk: the text only when asked for. */
+function walkColumns(withText: boolean | undefined): RawBuilder<unknown> {
+  return withText ? sql`d.id, d.kind, d.uuid, d.title, d.body` : sql`d.id, d.kind, d.uuid`;
 }
 
 type CandidateRow = {
   id: number | string;
   kind: string;
   uuid: string;
-  title: string | null;
-  body: string | null;
+  title?: string | null;
+  body?: string | null;
 };
 
 /**
@@ -179,15 +205,26 @@ async function pgWalk(
   db: Db,
   match: Match,
   scope: Scope,
-  walk: {
-    direction: 'asc' | 'desc';
-    beforeId?: number | undefined;
-    afterId?: number | undefined;
-    forceWalk?: boolean | undefined;
-  },
+  walk: PgWalkRange,
   offset: number,
   limit: number,
 ): Promise<Candidate[]> {
+  const r =
+    await sql<CandidateRow>`${pgWalkQuery(match, scope, walk)} limit ${limit} offset ${offset}`.execute(db);
+  return r.rows.map(toCandidate);
+}
+
+/** The id range and plan of one PostgreSQL walk query. */
+interface PgWalkRange {
+  direction: 'asc' | 'desc';
+  beforeId?: number | undefined;
+  afterId?: number | undefined;
+  forceWalk?: boolean | undefined;
+  withText?: boolean | undefined;
+}
+
+/** The matches in scope of a PostgreSQL walk in id order, without its window. */
+function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawBuilder<unknown> {
   const before = walk.beforeId === undefined ? sql`` : sql`and d.id < ${walk.beforeId}`;
   const after = walk.afterId === undefined ? sql`` : sql`and d.id > ${walk.afterId}`;
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
@@ -202,11 +239,34 @@ async function pgWalk(
     walk.forceWalk && !messages
       ? sql`ts_match_vq(d.tsv, ${tsquery(match)})`
       : sql`d.tsv @@ ${tsquery(match)}`;
-  const r = await sql<CandidateRow>`
-    select d.id, d.kind, d.uuid, d.title, d.body from search_docs d
+  return sql`
+    select ${walkColumns(walk.withText)} from search_docs d
     where ${matched} ${before} ${after} ${parties} and ${scopeCondition(scope)}
-    order by d.id ${dir} limit ${limit} offset ${offset}`.execute(db);
-  return r.rows.map(toCandidate);
+    order by d.id ${dir}`;
+}
+
+/**
+ * The first `offset + limit` matches of a PostgreSQL walk, of which only the window's rows are sent, with how many
+ * there were: skipped rows are counted by the server instead of being sent (up to 10,000 of them at the deepest
+ * offset). The last of them always comes back, to carry the count, and is dropped here when before the window.
+ */
+async function pgWalkCounted(
+  db: Db,
+  match: Match,
+  scope: Scope,
+  walk: PgWalkRange,
+  offset: number,
+  limit: number,
+): Promise<{ rows: Candidate[]; total: number }> {
+  const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  const r = await sql<CandidateRow & { n: number | string; rn: number | string }>`
+    select * from (
+      select m.*, count(*) over () as n, row_number() over (order by m.id ${dir}) as rn
+      from (${pgWalkQuery(match, scope, walk)} limit ${offset + limit}) m
+    ) s where s.rn > ${offset} or s.rn = s.n
+    order by s.rn`.execute(db);
+  const total = Number(r.rows[0]?.n ?? 0);
+  return { rows: r.rows.filter((row) => Number(row.rn) > offset).map(toCandidate), total };
 }
 
 /** At most this many documents of one kind in a bounded id range are walked rather than looked up in GIN. */
@@ -232,11 +292,12 @@ async function fewDocsOfKind(
 }
 
 /**
- * Matching documents in scope in index order, windowed, with their text. Nothing is scored or sorted: FTS5 walks
- * its doclists in rowid order and stops after the window. On PostgreSQL, a descending walk given `walkAbove` first
- * asks for the ids above it: bounded that way, the planner reads a middling word's GIN entries of the recent
- * documents only, instead of every match of the index to sort them (50,000 rows for a word in 2% of 1,000,000
- * posts); older ids are asked for only when the recent ones do not fill the window.
+ * Matching documents in scope in index order, windowed (with their text if `withText`). Nothing is scored or
+ * sorted: FTS5 walks its doclists in rowid order and stops after the window. On PostgreSQL, a descending walk given
+ * `walkAbove` first asks for the ids above it: bounded that way, the planner reads a middling word's GIN entries of
+ * the recent documents only, instead of every match of the index to sort them (50,000 rows for a word in 2% of
+ * 1,000,000 posts); older ids are asked for only when the recent ones do not fill the window (the deep pages of
+ * docs/search.md choose `walkAbove` from the query's density).
  */
 export async function findMatchesById(
   db: Db,
@@ -258,12 +319,19 @@ export async function findMatchesById(
     ) {
       // Entirely below `walkAbove` (or ascending): older documents, where a query is rarer; the planner decides,
       // unless the kind has few documents there (see fewDocsOfKind).
-      const forceWalk = await fewDocsOfKind(db, scope.kinds, walk);
+      const forceWalk = walk.forceWalk || (await fewDocsOfKind(db, scope.kinds, walk));
       return pgWalk(db, match, scope, { ...walk, forceWalk }, walk.offset, walk.limit);
     }
-    const recent = await pgWalk(db, match, scope, { ...walk, afterId: lowest }, 0, walk.offset + walk.limit);
-    const page = recent.slice(walk.offset);
-    if (recent.length === walk.offset + walk.limit || (walk.afterId ?? 0) >= above) return page;
+    const recent = await pgWalkCounted(
+      db,
+      match,
+      scope,
+      { ...walk, afterId: lowest },
+      walk.offset,
+      walk.limit,
+    );
+    const page = recent.rows;
+    if (recent.total === walk.offset + walk.limit || (walk.afterId ?? 0) >= above) return page;
     const older = await pgWalk(
       db,
       match,
@@ -273,7 +341,7 @@ export async function findMatchesById(
         beforeId: above + 1,
         forceWalk: await fewDocsOfKind(db, scope.kinds, { ...walk, beforeId: above + 1 }),
       },
-      Math.max(0, walk.offset - recent.length),
+      Math.max(0, walk.offset - recent.total),
       walk.limit - page.length,
     );
     return page.concat(older);
@@ -281,24 +349,153 @@ export async function findMatchesById(
   const where = scopeCondition(scope);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
   const tables = ftsTables(match);
-  const seen = new Map<number, Candidate>();
-  for (const { table, lastPrefix } of tables) {
+  const [plainTable] = tables;
+  if (plainTable && tables.length === 1 && walk.offset > 0 && everyDocInScope(scope)) {
+    // Every document of these kinds is in scope: the skipped matches need no row, only the page does.
+    const { table, lastPrefix } = plainTable;
+    const rowid = sql.ref(`${table}.rowid`);
+    const before = walk.beforeId === undefined ? sql`` : sql`and ${rowid} < ${rowidValue(walk.beforeId)}`;
+    const after = walk.afterId === undefined ? sql`` : sql`and ${rowid} > ${rowidValue(walk.afterId)}`;
+    const r = await sql<CandidateRow>`
+      select ${walkColumns(walk.withText)} from (
+        select ${rowid} as id from ${sql.table(table)}
+        where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix)} ${before} ${after}
+        order by ${rowid} ${dir} limit ${walk.limit} offset ${walk.offset}) f
+      join search_docs d on d.id = f.id
+      where ${where}
+      order by d.id ${dir}`.execute(db);
+    return r.rows.map(toCandidate);
+  }
+  const walked = tables.map(({ table, lastPrefix }) => {
     const text = ftsMatch(match.terms, ftsKinds(scope), lastPrefix);
     const rowid = sql.ref(`${table}.rowid`);
     const before = walk.beforeId === undefined ? sql`` : sql`and ${rowid} < ${rowidValue(walk.beforeId)}`;
     const after = walk.afterId === undefined ? sql`` : sql`and ${rowid} > ${rowidValue(walk.afterId)}`;
-    // With two tables each gives its first offset+limit; the window is cut from their merge.
-    const single = tables.length === 1;
-    const r = await sql<CandidateRow>`
-      select d.id, d.kind, d.uuid, d.title, d.body from ${sql.table(table)} join search_docs d on d.id = ${rowid}
+    return (columns: RawBuilder<unknown>) => sql`
+      select ${columns} from ${sql.table(table)} join search_docs d on d.id = ${rowid}
       where ${sql.table(table)} match ${text} ${before} ${after} and ${where}
-      order by ${rowid} ${dir} limit ${single ? walk.limit : walk.offset + walk.limit}
-      offset ${single ? walk.offset : 0}`.execute(db);
-    if (single) return r.rows.map(toCandidate);
-    for (const row of r.rows) seen.set(Number(row.id), toCandidate(row));
+      order by ${rowid} ${dir}`;
+  });
+  const [only] = walked;
+  if (only && walked.length === 1) {
+    const r = await sql<CandidateRow>`${only(walkColumns(walk.withText))}
+      limit ${walk.limit} offset ${walk.offset}`.execute(db);
+    return r.rows.map(toCandidate);
   }
+  // Two tables: the window is cut from the merge of each one's first offset + limit matches. Those come as ids in
+  // one text per table: 10,000 rows as objects cost more to build and send from a reader thread than the walk itself
+  // (118 ms of CPU against 40-60 ms for "lov" at offset 9,900). Only the window's rows are then read.
+  const lists = await Promise.all(
+    walked.map(async (query) => {
+      const r = await sql<{ ids: string | null }>`
+        select group_concat(id) as ids from (${query(sql`d.id`)} limit ${walk.offset + walk.limit}) s`.execute(
+        db,
+      );
+      return (r.rows[0]?.ids ?? '')
+        .split(',')
+        .filter((x) => x !== '')
+        .map(Number);
+    }),
+  );
   const sign = walk.direction === 'asc' ? 1 : -1;
-  return [...seen.values()].sort((a, b) => sign * (a.id - b.id)).slice(walk.offset, walk.offset + walk.limit);
+  const ids = [...new Set(lists.flat())]
+    .sort((a, b) => sign * (a - b))
+    .slice(walk.offset, walk.offset + walk.limit);
+  if (ids.length === 0) return [];
+  const r = await sql<CandidateRow>`
+    select ${walkColumns(walk.withText)} from search_docs d
+    where d.id in (${sql.join(ids.map(rowidValue))})`.execute(db);
+  const byId = new Map(r.rows.map((row) => [Number(row.id), toCandidate(row)]));
+  return ids.map((id) => byId.get(id)).filter((c) => c !== undefined);
+}
+
+/** Newest ids of the searched kinds whose matches estimate a query's density for a deep walk (PostgreSQL). */
+const DENSITY_SAMPLE = 2000;
+/** A deep walk's range holds this many times the matches it needs, by the estimate, to absorb chance. */
+const DEEP_MARGIN = 1.25;
+/** A deep walk over at most this many ids reads them in order (each a heap row) rather than through GIN. */
+const DEEP_WALK_IDS = 150_000;
+
+/**
+ * Where a PostgreSQL deep walk that needs the `need` newest matches in scope should split (docs/search.md, "Deep
+ * pages"): the matches in scope among the newest DENSITY_SAMPLE ids give their density, and the range expected to hold
+ * DEEP_MARGIN times `need` matches is asked first, in id order when short enough (a common word), else through GIN
+ * bounded to that range, so neither reads every match of the index. A split that falls short only costs a second
+ * query (the older ids, as without it); undefined (SQLite, or no match among the newest ids) keeps the usual split.
+ */
+export async function deepWalkSplit(
+  db: Db,
+  dialect: Dialect,
+  match: Match,
+  scope: Scope,
+  range: { first: number; top: number },
+  need: number,
+): Promise<{ walkAbove: number; forceWalk: boolean } | undefined> {
+  if (dialect !== 'postgres') return undefined;
+  // A guest never sees a message: their density, and the newest ids (messages in a seeded world), would mislead.
+  const kinds = scope.viewer === null ? scope.kinds.filter((k) => k !== 'messages') : scope.kinds;
+  if (kinds.length === 0) return undefined;
+  const { last } = await docIdRange(db, kinds);
+  const top = Math.min(range.top, last);
+  // The matches in scope among the newest ids, read in id order (ts_match_vq: never the GIN index).
+  const newest = {
+    direction: 'desc' as const,
+    afterId: top - DENSITY_SAMPLE,
+    beforeId: top + 1,
+    forceWalk: true,
+  };
+  const r = await sql<{ n: number | string }>`
+    select count(*) as n from (${pgWalkQuery(match, { ...scope, kinds }, newest)}) s`.execute(db);
+  const found = Number(r.rows[0]?.n ?? 0);
+  if (found === 0) return undefined;
+  const ids = Math.ceil((DEEP_MARGIN * need * DENSITY_SAMPLE) / found);
+  return { walkAbove: Math.max(range.first - 1, top - ids), forceWalk: ids <= DEEP_WALK_IDS };
+}
+
+/**
+ * Whether more than `n` documents in the range could be in scope, from bounds that read no document row (a deep
+ * page past them is empty; docs/search.md, "Deep pages"): the documents of the scope's kinds (the kind index), the
+ * friends of a friends-only search, and on SQLite the documents matching the words whatever their privacy (the FTS5
+ * doclists alone). Each stops counting at n + 1, so the answer costs at most n index entries of each, a fraction of
+ * a walk that checks each match's scope.
+ */
+export async function mayHaveMoreThan(
+  db: Db,
+  dialect: Dialect,
+  match: Match,
+  scope: Scope,
+  range: { afterId: number; beforeId: number },
+  n: number,
+): Promise<boolean> {
+  const kinds = scope.kinds;
+  if (scope.viewer === null && kinds.every((k) => k === 'messages')) return false;
+  if (kinds.length < DOC_KINDS.length) {
+    const docs = await sql<{ n: number | string }>`
+      select count(*) as n from (
+        select 1 from search_docs
+        where kind in (${sql.join([...kinds])}) and id > ${range.afterId} and id < ${range.beforeId}
+        limit ${n + 1}) s`.execute(db);
+    if (Number(docs.rows[0]?.n ?? 0) <= n) return false;
+  }
+  if (scope.friendsOf) {
+    const friends = await sql<{ n: number | string }>`
+      select count(*) as n from (
+        select 1 from friends where user_uuid = ${scope.friendsOf} limit ${n + 1}) s`.execute(db);
+    if (Number(friends.rows[0]?.n ?? 0) <= n) return false;
+  }
+  // PostgreSQL would answer from the GIN index, reading a common word's whole posting list: only the walk is bounded.
+  if (dialect === 'postgres') return true;
+  // Each table's matches up to n + 1: their union holds more than n exactly when all the matches do.
+  const capped = ftsTables(match).map(({ table, lastPrefix }) => {
+    const rowid = sql.ref(`${table}.rowid`);
+    return sql`select rowid from (select ${rowid} as rowid from ${sql.table(table)}
+      where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix)}
+        and ${rowid} > ${rowidValue(range.afterId)} and ${rowid} < ${rowidValue(range.beforeId)}
+      order by ${rowid} desc limit ${n + 1})`;
+  });
+  const r = await sql<{ n: number | string }>`
+    select count(*) as n from (${sql.join(capped, sql` union `)}) s`.execute(db);
+  return Number(r.rows[0]?.n ?? 0) > n;
 }
 
 /**

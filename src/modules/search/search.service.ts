@@ -31,15 +31,27 @@ import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
 
 /**
  * Most of the newest matches ranked by relevance (the rest follow newest first), how many of the newest documents
- * make the recent window of the ranking, and how many items the answer cache of each app holds (0: no cache); see
- * docs/search.md, "Speed". A mutable object so tests can shrink them.
+ * make the recent window of the ranking, and on PostgreSQL how many ids the first chunk of the walk below that
+ * window spans (each next chunk twice as many) and how many of a chunk's newest ids tell whether it is dense with the
+ * words (see DENSE); see docs/search.md, "Speed". A mutable object so tests can shrink them.
  */
-export const searchTuning = { rankedCandidates: 1000, recentDocs: 30_000 };
+export const searchTuning = {
+  rankedCandidates: 1000,
+  recentDocs: 30_000,
+  olderChunk: 100_000,
+  densitySample: 2000,
+};
 /**
  * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, whoever may
  * see them) matches it: then only its newest `rankedCandidates / 5` matches in scope are ranked.
  */
 export const COMMON_SPAN = 10;
+/**
+ * PostgreSQL: ids are walked in order where at least one in DENSE of them matches the words (whoever may see them).
+ * Reading a common prefix's GIN entries costs about 1.4 µs each over the whole index (41 ms for the 28,819 of
+ * "love"), walking ids in order about 0.6 µs each: walking 30,000 ids wins once the words match 1% of the world.
+ */
+const DENSE = 100;
 /** Typo tolerance joins in when the exact matches are fewer than this. */
 export const TYPO_WHEN_FEWER_THAN = 3;
 /** Most typo-tolerant matches appended to a result. */
@@ -101,18 +113,21 @@ function usernamePrefix(query: string): string {
 
 /**
  * Appends typo-tolerant matches when the exact ones are fewer than TYPO_WHEN_FEWER_THAN, keeping one total order
- * (exact first) so paging still yields every item once.
+ * (exact first) so paging still yields every item once. `fetchHead` gives the first TYPO_WHEN_FEWER_THAN exact
+ * matches in order.
  */
 async function withTypos<T>(
   window: Window,
   exactPage: T[],
-  fetchExact: (offset: number, limit: number) => Promise<T[]>,
+  fetchHead: () => Promise<T[]>,
   fetchTypos: (exact: T[]) => Promise<T[]>,
 ): Promise<T[]> {
-  let head: T[];
-  if (window.offset === 0 && exactPage.length < window.limit) head = exactPage;
-  else if (window.offset === 0 && exactPage.length >= TYPO_WHEN_FEWER_THAN) return exactPage;
-  else head = await fetchExact(0, TYPO_WHEN_FEWER_THAN);
+  // A page that reaches the TYPO_WHEN_FEWER_THAN-th exact match proves there are enough; with fewer, the list (those
+  // plus at most TYPO_MAX typos) holds at most TYPO_WHEN_FEWER_THAN - 1 + TYPO_MAX items, so a page past them is the
+  // exact page (empty then) either way. A deep page asks nothing more.
+  if (exactPage.length > 0 && window.offset + exactPage.length >= TYPO_WHEN_FEWER_THAN) return exactPage;
+  if (window.offset >= TYPO_WHEN_FEWER_THAN - 1 + TYPO_MAX) return exactPage;
+  const head = window.offset === 0 && exactPage.length < window.limit ? exactPage : await fetchHead();
   if (head.length >= TYPO_WHEN_FEWER_THAN) return exactPage;
   const typos = await fetchTypos(head);
   return [...head, ...typos].slice(window.offset, window.offset + window.limit);
@@ -174,43 +189,93 @@ async function exactDocs(
     const ordered = { column, direction: order.direction };
     return repo.findMatchesOrdered(db, dialect, match, scope, ordered, window.offset, window.limit);
   }
-  const { first, last: top } = await repo.docIdRange(db, scope.kinds);
+  // A guest sees no message: the newest ids of the world are often messages, and counting them made a common word
+  // look rare to a guest (docs/search.md, "Uncached common words on PostgreSQL").
+  const kinds = scope.viewer === null ? scope.kinds.filter((k) => k !== 'messages') : scope.kinds;
+  if (kinds.length === 0) return [];
+  const { first, last: top } = await repo.docIdRange(db, kinds);
   // The recent window: the ids (recent, top]; older documents exist only if recent >= first.
   const recent = top - searchTuning.recentDocs;
   if (order.property === 'created_at') {
-    return repo.findMatchesById(db, dialect, match, scope, {
-      direction: order.direction,
-      afterId: first - 1,
-      beforeId: top + 1,
-      walkAbove: recent,
-      ...window,
-    });
+    return refsOf(
+      await repo.findMatchesById(db, dialect, match, scope, {
+        direction: order.direction,
+        afterId: first - 1,
+        beforeId: top + 1,
+        walkAbove: recent,
+        ...window,
+      }),
+    );
+  }
+  if (window.offset >= most) {
+    // Past every ranked candidate: they are at most `most` and always the newest matches in scope (a prefix of the
+    // walk newest first, only reordered), so the page is the walk's own, found without counting, reading or
+    // scoring any candidate (docs/search.md, "Deep pages"). A page past every document of the kinds, or past every
+    // match whoever may see it, is empty without the walk, which checks the scope of each match it skips.
+    const range = { afterId: first - 1, beforeId: top + 1 };
+    if (!(await repo.mayHaveMoreThan(db, dialect, match, scope, range, window.offset))) return [];
+    const need = window.offset + window.limit;
+    const split = await repo.deepWalkSplit(db, dialect, match, scope, { first, top }, need);
+    return refsOf(
+      await repo.findMatchesById(db, dialect, match, scope, {
+        direction: 'desc',
+        ...range,
+        walkAbove: split?.walkAbove ?? recent,
+        forceWalk: split?.forceWalk,
+        ...window,
+      }),
+    );
   }
   const walk = (limit: number, range: { beforeId?: number; afterId?: number; forceWalk?: boolean }) =>
     repo.findMatchesById(db, dialect, match, scope, {
       direction: 'desc',
       walkAbove: recent,
+      withText: true,
       offset: 0,
       limit,
       ...range,
     });
+  // PostgreSQL: the newest `limit` matches with ids in [lowest, highest], newest first (docs/search.md, "Uncached
+  // common words on PostgreSQL"). One query over every older id made the planner read and recheck every match of a
+  // common word (28,819 heap rows, 25,000 blocks, 430-770 ms for "love"), though the first 100,000 ids below the
+  // recent window hold enough of them. While the newest ids left are dense with the words, a chunk of them is walked
+  // in id order and stops at its limit; once they are sparse, one query over the rest is left to the planner's GIN
+  // plans (GIN plans bounded to a chunk intersect the primary key's ids of each chunk: 80 ms for 400,000 ids).
+  const olderInChunks = async (limit: number, lowest: number, highest: number) => {
+    let found: repo.Candidate[] = [];
+    let hi = highest + 1;
+    const { olderChunk, densitySample } = searchTuning;
+    const enough = Math.max(1, Math.ceil(densitySample / DENSE));
+    for (let size = olderChunk; found.length < limit && hi > lowest; size *= 2) {
+      const sample = { afterId: Math.max(lowest - 1, hi - 1 - densitySample), toId: hi - 1 };
+      const dense = (await repo.countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
+      const lo = dense ? Math.max(lowest - 1, hi - 1 - size) : lowest - 1;
+      const forceWalk = lo >= lowest;
+      found = found.concat(await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk }));
+      hi = lo + 1;
+    }
+    return found;
+  };
   const fewest = Math.max(1, Math.ceil(searchTuning.rankedCandidates / 5));
   let candidates: repo.Candidate[];
   let more = true;
   const span = { afterId: top - fewest * COMMON_SPAN, toId: top };
-  const newest = await repo.countMatchesIn(db, dialect, match, scope.kinds, span, fewest);
+  const newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest);
   if (newest >= fewest) {
     // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
     candidates = await walk(fewest, { afterId: first - 1, beforeId: top + 1, forceWalk: true });
   } else {
     // 2. Otherwise up to `most` matches among the recent documents, if that gives at least `fewest`...
-    // PostgreSQL: walk the recent ids in order when one in 40 of the newest documents matches (the planner's
-    // estimate for several common words is too low); rarer queries are left to its GIN plans.
-    const forceWalk = newest * 4 >= fewest;
+    // PostgreSQL: walk the recent ids in order when one in DENSE of the newest documents matches (the planner's
+    // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
+    // walk); rarer queries are left to its GIN plans.
+    const forceWalk = newest * DENSE >= fewest * COMMON_SPAN;
     candidates = await walk(most, { afterId: recent, beforeId: top + 1, forceWalk });
     if (candidates.length < fewest) {
       // 3. ... else (a rare query) the newest `most` matches whatever their age.
-      if (recent >= first) {
+      if (recent >= first && dialect === 'postgres') {
+        candidates = candidates.concat(await olderInChunks(most - candidates.length, first, recent));
+      } else if (recent >= first) {
         const older = await walk(most - candidates.length, { afterId: first - 1, beforeId: recent + 1 });
         candidates = candidates.concat(older);
       }
@@ -241,7 +306,12 @@ async function exactDocs(
     });
     out = out.concat(tail);
   }
-  return out.map(({ id, kind, uuid }) => ({ id, kind, uuid }));
+  return refsOf(out);
+}
+
+/** Found documents without their text. */
+function refsOf(docs: DocRef[]): DocRef[] {
+  return docs.map(({ id, kind, uuid }) => ({ id, kind, uuid }));
 }
 
 /** One search over the index: exact matches of the window, with typo-tolerant names when exact ones are few. */
@@ -259,7 +329,7 @@ async function searchDocs(
   return withTypos(
     window,
     page,
-    (offset, limit) => exactDocs(ctx, match, scope, order, { offset, limit }, most),
+    () => exactDocs(ctx, match, scope, order, { offset: 0, limit: TYPO_WHEN_FEWER_THAN }, most),
     (exact) => docTypos(ctx, match.terms, scope, exact),
   );
 }
@@ -350,21 +420,26 @@ async function hashtagUuids(
     );
   const page = await fetch(window.offset, window.limit);
   if (!typos) return page;
-  return withTypos(window, page, fetch, async (exact) => {
-    const terms = key.match(/[\p{L}\p{N}]+/gu) ?? [];
-    const distances = await typoMatches(ctx, terms, ['hashtag']);
-    const known = new Set(exact);
-    const visible = await repo.findVisibleHashtags(
-      ctx.readDb,
-      [...distances.keys()].filter((u) => !known.has(u)),
-      viewer,
-    );
-    return [...distances.entries()]
-      .filter(([u]) => visible.has(u))
-      .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
-      .slice(0, TYPO_MAX)
-      .map(([u]) => u);
-  });
+  return withTypos(
+    window,
+    page,
+    () => fetch(0, TYPO_WHEN_FEWER_THAN),
+    async (exact) => {
+      const terms = key.match(/[\p{L}\p{N}]+/gu) ?? [];
+      const distances = await typoMatches(ctx, terms, ['hashtag']);
+      const known = new Set(exact);
+      const visible = await repo.findVisibleHashtags(
+        ctx.readDb,
+        [...distances.keys()].filter((u) => !known.has(u)),
+        viewer,
+      );
+      return [...distances.entries()]
+        .filter(([u]) => visible.has(u))
+        .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
+        .slice(0, TYPO_MAX)
+        .map(([u]) => u);
+    },
+  );
 }
 
 /** The hashtags answering a `#` query (or any /search/hashtags query), as tag objects. */
@@ -426,7 +501,12 @@ export async function cachedAnswer<T>(
   fresh: boolean,
   compute: () => Promise<SearchResult<T>>,
 ): Promise<SearchResult<T>> {
-  const scope = { db: ctx.db, dialect: ctx.dialect, capacity: ctx.config.SEARCH_CACHE_ITEMS };
+  const scope = {
+    db: ctx.db,
+    dialect: ctx.dialect,
+    capacity: ctx.config.SEARCH_CACHE_ITEMS,
+    maxBytes: ctx.config.SEARCH_CACHE_MB * 2 ** 20,
+  };
   const key = JSON.stringify([
     operation,
     viewer,
@@ -464,7 +544,7 @@ export async function searchTypes(
   const order = parseOrder(params.order, CONTENT_ORDERS);
   const window = windowOf(ctx, params);
   const match = matchOf(params);
-  // Independent per kind: PostgreSQL runs them on parallel connections (SQLite runs them one after another).
+  // Independent per kind: they run at once on PostgreSQL's connections and SQLite's reader threads.
   const columns = await Promise.all(
     repo.DOC_KINDS.map(async (kind) => {
       const scope: Scope = { kinds: [kind], viewer, language: params.language };
@@ -544,11 +624,16 @@ async function mentionUuids(ctx: Context, viewer: string | null, query: string, 
     return [...page, ...others];
   };
   const page = await fetch(window.offset, window.limit);
-  return withTypos(window, page, fetch, async (exact) => {
-    const terms = queryTerms(prefix);
-    const scope: Scope = { kinds: ['user'], viewer, excludeUuids: [...exclude, ...exact] };
-    return (await docTypos(ctx, terms, scope, [])).map((r) => r.uuid);
-  });
+  return withTypos(
+    window,
+    page,
+    () => fetch(0, TYPO_WHEN_FEWER_THAN),
+    async (exact) => {
+      const terms = queryTerms(prefix);
+      const scope: Scope = { kinds: ['user'], viewer, excludeUuids: [...exclude, ...exact] };
+      return (await docTypos(ctx, terms, scope, [])).map((r) => r.uuid);
+    },
+  );
 }
 
 /** GET /search/mentions. */

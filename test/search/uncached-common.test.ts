@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { searchTuning } from '../../src/modules/search/search.service.ts';
+import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { call } from './world.ts';
+
+// docs/search.md, "Uncached common words on PostgreSQL": the commonness of a query for a guest leaves out messages,
+// and the walk below the recent window goes chunk by chunk on PostgreSQL without changing any page. Sizes shrunk:
+// 10 ranked candidates (2 for a common query), "common" meaning 2 matches or more among the newest 20 documents, a
+// recent window of 20 documents.
+const TUNING = { rankedCandidates: 10, recentDocs: 20 };
+/**
+ * The walk below the recent window: one chunk for every older id; chunks of 5, 10, 20... (or 1, 2, 4...) ids walked in id order
+ * while one of the newest 100 ids left matches; one query for everything left once the newest 10 do not.
+ */
+const CHUNKINGS = [
+  { olderChunk: 1_000_000, densitySample: 2000 },
+  { olderChunk: 5, densitySample: 100 },
+  { olderChunk: 1, densitySample: 100 },
+  { olderChunk: 5, densitySample: 10 },
+];
+
+/** A long body around one word, so the word is rare inside it. */
+const long = (word: string) =>
+  `${word} alpha beta gamma delta epsilon eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau`;
+
+for (const dialect of testDialects()) {
+  describe(`search: common words without the cache [${dialect.name}]`, () => {
+    let t: TestApp;
+    let strong: string;
+    let reader: TestUser;
+    const standard = { ...searchTuning };
+    // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
+    const uuids = (items: any[]) => items.map((i) => i.uuid as string);
+    /** Every match of a query in result order, pages of `limit`. */
+    const search = async (query: string, token: string, limit = 7) => {
+      const all: string[] = [];
+      for (let offset = 0; ; offset += limit) {
+        const url = `/search?query=${query}&limit=${limit}&offset=${offset}`;
+        const page = uuids(await call(t, 'GET', url, token));
+        all.push(...page);
+        if (page.length < limit) return all;
+      }
+    };
+
+    before(async () => {
+      // No answer cache: the same query is asked again under other tunings.
+      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+      const writer = await t.createUser('writer');
+      const [a, b] = [await t.createUser('sender'), await t.createUser('receiver')];
+      reader = await t.createUser('reader');
+      const post = async (body: string) =>
+        (await call(t, 'POST', '/posts', writer.token, { body, visibility: 'public' })).uuid as string;
+      strong = await post('orbit orbit orbit');
+      // Comets: 40 older matches, then 30 documents without the word (the newest 20 of them are the recent window).
+      for (let i = 0; i < 40; i++) await post(`comet number ${i}${i % 7 === 0 ? ' comet comet' : ''}`);
+      for (let i = 0; i < 30; i++) await post(`filler ${i}`);
+      for (const gap of [0, 1]) {
+        await post(long('orbit'));
+        for (let i = 0; i < 25; i++) await post(`spacer ${gap} ${i}`);
+      }
+      await post(long('orbit'));
+      // The newest documents: messages with the word, which a guest never sees.
+      for (let i = 0; i < 25; i++) {
+        await call(t, 'POST', '/messages', a.token, {
+          recipient_uuid: (b as TestUser).uuid,
+          body: `orbit note ${i}`,
+        });
+      }
+      Object.assign(searchTuning, TUNING);
+    });
+
+    after(async () => {
+      Object.assign(searchTuning, standard);
+      await t?.close();
+    });
+
+    it('a guest: messages the guest cannot see do not make a word common, so older posts are ranked too', async () => {
+      // Counting the 25 newest messages made "orbit" common (2 of the newest 20 documents), and only its 2 newest
+      // posts were ranked: the best post, older, came after them.
+      const found = await search('orbit', t.guest);
+      assert.equal(found.length, 4);
+      assert.equal(found[0], strong);
+    });
+
+    it('the walk below the recent window in chunks gives the same pages as one walk', async () => {
+      // Recent windows that end just above the newest comet, so that chunk boundaries fall between comets: the 83
+      // posts after the comets for a guest, and the 25 messages after them too for a signed-in reader.
+      for (const [token, recentDocs] of [
+        [t.guest, 83],
+        [reader.token, 83 + 25],
+      ] as const) {
+        const pages: string[][] = [];
+        for (const chunking of CHUNKINGS) {
+          Object.assign(searchTuning, { ...chunking, recentDocs });
+          for (const limit of [3, 7, 10]) pages.push(await search('comet', token, limit));
+        }
+        Object.assign(searchTuning, TUNING, {
+          olderChunk: standard.olderChunk,
+          densitySample: standard.densitySample,
+        });
+        const [whole] = pages;
+        assert.equal(whole?.length, 40);
+        for (const other of pages) assert.deepEqual(other, whole);
+      }
+    });
+  });
+}
