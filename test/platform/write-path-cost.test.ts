@@ -98,12 +98,13 @@ for (const dialect of testDialects()) {
     });
     after(async () => t?.close());
 
-    it('still counts the cap: the next post earns 0 points', async () => {
+    /** Posts `text` as the author; the points its karma record earned. */
+    const pointsOfPost = async (text: string) => {
       const res = await t.inject({
         method: 'POST',
         url: '/posts',
         token: author.token,
-        payload: { body: 'one more' },
+        payload: { body: text },
       });
       assert.equal(res.statusCode, 201, res.body);
       const record = await t.ctx.db
@@ -111,7 +112,11 @@ for (const dialect of testDialects()) {
         .select('points')
         .where('source_uuid', '=', body(res).data.uuid)
         .executeTakeFirstOrThrow();
-      assert.equal(Number(record.points), 0);
+      return Number(record.points);
+    };
+
+    it('still counts the cap: the next post earns 0 points', async () => {
+      assert.equal(await pointsOfPost('one more'), 0);
       const n = await nettingAddRecordsCount(
         t.ctx.db,
         author.uuid,
@@ -168,23 +173,8 @@ for (const dialect of testDialects()) {
         token: author.token,
       });
       assert.equal(deleted.statusCode, 200, deleted.body);
-      const points = async () => {
-        const res = await t.inject({
-          method: 'POST',
-          url: '/posts',
-          token: author.token,
-          payload: { body: 'after a deletion' },
-        });
-        assert.equal(res.statusCode, 201, res.body);
-        const record = await t.ctx.db
-          .selectFrom('karma')
-          .select('points')
-          .where('source_uuid', '=', body(res).data.uuid)
-          .executeTakeFirstOrThrow();
-        return Number(record.points);
-      };
-      assert.equal(await points(), 2);
-      assert.equal(await points(), 0);
+      assert.equal(await pointsOfPost('after a deletion'), 2);
+      assert.equal(await pointsOfPost('after a deletion'), 0);
     });
   });
 }
@@ -308,6 +298,31 @@ for (const dialect of testDialects()) {
         .where('name_key', '=', 'morning')
         .executeTakeFirstOrThrow();
       assert.equal(Number(tag.associations_count), CAP + 2);
+    });
+
+    it('GET /karma/{uuid} reads the record once: its Owner check answers with it', async () => {
+      const record = await ctx.db
+        .selectFrom('karma')
+        .selectAll()
+        .where('user_uuid', '=', author.uuid)
+        .orderBy('uuid')
+        .executeTakeFirstOrThrow();
+      const read = async (token: string) => {
+        log.statements.length = 0;
+        const res = await injectWithToken(app, { method: 'GET', url: `/karma/${record.uuid}`, token });
+        return { res, reads: log.statements.filter((s) => /from "karma"/.test(s)) };
+      };
+      const own = await read(author.token);
+      assert.equal(own.res.statusCode, 200, own.res.body);
+      assert.equal(own.reads.length, 1, own.reads.join('\n'));
+      assert.deepEqual(
+        { uuid: body(own.res).data.uuid, points: body(own.res).data.points, event: body(own.res).data.event },
+        { uuid: record.uuid, points: Number(record.points), event: record.event },
+      );
+      // Someone else's record still answers as a missing one.
+      const foreign = await read(mentioned.token);
+      assert.equal(foreign.res.statusCode, 404, foreign.res.body);
+      assert.equal(body(foreign.res).error.code, 'object_not_found');
     });
   });
 }

@@ -5,7 +5,9 @@ import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from
 import { Karma, KarmaParams, KarmaUpdateBody, karmaListQuery } from './karma.schemas.ts';
 import {
   deleteKarmaRecord,
+  findKarma,
   getKarma,
+  type Karma as KarmaRecord,
   type KarmaUpdate,
   karmaOwner,
   listKarma,
@@ -15,6 +17,15 @@ import {
 /** The Owner check reads the record's user_uuid. */
 const owner = (request: FastifyRequest, ctx: Context) =>
   karmaOwner(ctx, (request.params as { karma_uuid: string }).karma_uuid);
+
+// GET reads the whole record for its Owner check and answers with it: one read per request, not two (on PostgreSQL
+// each is a round trip).
+const readForGet = new WeakMap<FastifyRequest, KarmaRecord>();
+const ownerOfWholeRecord = async (request: FastifyRequest, ctx: Context) => {
+  const record = await findKarma(ctx, (request.params as { karma_uuid: string }).karma_uuid);
+  if (record) readForGet.set(request, record);
+  return record?.user_uuid;
+};
 
 function caller(request: FastifyRequest): string {
   return request.auth?.userUuid as string;
@@ -45,7 +56,7 @@ export default async function karmaRoutes(app: FastifyInstance, opts: { ctx: Con
   app.get(
     '/karma/:karma_uuid',
     {
-      config: ownerConfig,
+      config: { ...ownerConfig, owner: ownerOfWholeRecord },
       schema: {
         tags: ['karma'],
         summary: 'One karma record (Owner)',
@@ -55,7 +66,7 @@ export default async function karmaRoutes(app: FastifyInstance, opts: { ctx: Con
     },
     async (request) => {
       const { karma_uuid } = request.params as { karma_uuid: string };
-      return ok(await getKarma(ctx, caller(request), karma_uuid));
+      return ok(readForGet.get(request) ?? (await getKarma(ctx, caller(request), karma_uuid)));
     },
   );
 

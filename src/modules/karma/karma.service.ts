@@ -215,6 +215,12 @@ export async function karmaOwner(ctx: Context, uuid: string): Promise<string | u
   return findKarmaOwner(ctx.db, uuid);
 }
 
+/** A record by uuid, whoever owns it (for the Owner check that answers with it). */
+export async function findKarma(ctx: Context, uuid: string): Promise<Karma | undefined> {
+  const row = await findKarmaByUuid(ctx.db, uuid);
+  return row && toKarma(row);
+}
+
 /** One of the caller's records, or 404. */
 export async function getKarma(ctx: Context, userUuid: string, uuid: string): Promise<Karma> {
   const row = await findKarmaByUuid(ctx.db, uuid);
