@@ -32,6 +32,18 @@ const OWN_AUDIENCES = sql`('friends', 'private', 'parties')`;
 const NOT_PUBLIC = sql<SqlBool>`ta.audience <> 'public'`;
 
 /**
+ * Whether `owner` is a confirmed friend of `viewer`, probed per row in the friends primary key. The OFFSET is there
+ * for PostgreSQL: without it the planner turns the EXISTS into a hashed subplan of every friend of the viewer, built
+ * once per statement even when the walk tests a few dozen rows (2.4 ms for a viewer with 8,600 friends, the seeded
+ * world's hub, against 0.2 ms for the probes); it does not rewrite an EXISTS whose subquery has an OFFSET. SQLite
+ * probes either way.
+ */
+function isFriendOf(viewer: string, owner: RawBuilder<unknown>): RawBuilder<SqlBool> {
+  return sql<SqlBool>`exists (select 1 from friends f
+    where f.user_uuid = ${viewer} and f.friend_uuid = ${owner} limit 1 offset 0)`;
+}
+
+/**
  * An association is visible when its target is. Migration 0006 copies the target's audience onto the association
  * (audience, audience_owner, audience_other; database triggers keep the copy), so the rule reads the row alone: a
  * guest sees `public`; a user also sees everything they own (their posts, their posts' comments, their media,
@@ -44,8 +56,7 @@ export function targetVisibleTo(viewer: string | null): Expression<SqlBool> {
   return sql<SqlBool>`(ta.audience = 'public'
     or (ta.audience_owner = ${viewer} and ta.audience in ${OWN_AUDIENCES})
     or (ta.audience = 'parties' and ta.audience_other = ${viewer})
-    or (ta.audience = 'friends' and exists (select 1 from friends f
-      where f.user_uuid = ${viewer} and f.friend_uuid = ta.audience_owner)))`;
+    or (ta.audience = 'friends' and ${isFriendOf(viewer, sql.ref('ta.audience_owner'))}))`;
 }
 
 /**
@@ -86,8 +97,7 @@ export function tagVisibleTo(viewer: string | null, tagTable: string): Expressio
   return sql<SqlBool>`(${guest}
     or ${has(sql`ta.audience in ${OWN_AUDIENCES} and ta.audience_owner = ${viewer}`)}
     or ${has(sql`ta.audience = 'parties' and ta.audience_other = ${viewer}`)}
-    or ${has(sql`ta.audience = 'friends'
-      and exists (select 1 from friends f where f.user_uuid = ${viewer} and f.friend_uuid = ta.audience_owner)`)})`;
+    or ${has(sql`ta.audience = 'friends' and ${isFriendOf(viewer, sql.ref('ta.audience_owner'))}`)})`;
 }
 
 const COLUMNS = [

@@ -29,7 +29,9 @@ export async function findTagByUuid(
 
 /**
  * A tag row visible to `viewer` (null for a guest) with the uuids of its newest `perTag` associations the viewer
- * may see, in one statement (GET /tags/{uuid}).
+ * may see, in one statement (GET /tags/{uuid}). The visibility rule of tagVisibleTo, read off the same walk: a tag
+ * with an association the viewer may see has a non-empty list; otherwise it is visible only as an emotion or a tag
+ * with no association at all. (tagVisibleTo's own subqueries made PostgreSQL plan for 4 ms of each 6 ms call.)
  */
 export async function findVisibleTagWithAssociations(
   db: Db,
@@ -41,12 +43,19 @@ export async function findVisibleTagWithAssociations(
     .selectFrom('tags')
     .selectAll()
     .select(newestAssociationsOf('tags.uuid', perTag, viewer).as('associations'))
+    .select(
+      sql<number | boolean>`(tags.tag_type = 'emotion'
+        or not exists (select 1 from tag_associations ta where ta.tag_uuid = tags.uuid))`.as(
+        'unused_or_emotion',
+      ),
+    )
     .where('uuid', '=', uuid)
-    .where(tagVisibleTo(viewer, 'tags'))
     .executeTakeFirst();
   if (!found) return undefined;
-  const { associations, ...row } = found;
-  return { row, associations: splitUuids(associations) };
+  const { associations, unused_or_emotion, ...row } = found;
+  const visibleAssociations = splitUuids(associations);
+  if (visibleAssociations.length === 0 && !unused_or_emotion) return undefined;
+  return { row, associations: visibleAssociations };
 }
 
 /** The tag rows of these uuids (those that exist), in no particular order. */
