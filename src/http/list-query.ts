@@ -323,19 +323,30 @@ function condition(
   return sql<boolean>`${ref} ${sql.raw(OPERATORS[op])} ${value}`;
 }
 
-/** Adds the filters (or the uuid list) of a list query to a select. */
+/**
+ * Adds the filters (or the uuid list) of a list query to a select. `skewed` (give it on SQLite only): columns
+ * whose values are very unevenly used, e.g. a target type that is "post" nine times in ten. SQLite's statistics
+ * hold only the average rows per value, so for `target_type = 'network'` it expects a third of the table and scans
+ * it (250 ms over 1,000,000 associations) instead of reading the index; likelihood() tells it the equality or `in`
+ * is selective. For the common value the index costs about a fifth more than the scan; for a rare one it is instant.
+ */
 // biome-ignore lint/suspicious/noExplicitAny: the helper works on any table's select.
 export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
   qb: QB,
   lq: ListQuery,
   uuidColumn: string,
+  skewed?: ReadonlySet<string>,
 ): QB {
   let q = qb;
   if (lq.uuids) {
     q = q.where(sql.ref(uuidColumn), 'in', lq.uuids.length > 0 ? lq.uuids : ['']) as QB;
     return q;
   }
-  for (const f of lq.filters) q = q.where(condition(f.column, f.op, f.value)) as QB;
+  for (const f of lq.filters) {
+    const cond = condition(f.column, f.op, f.value);
+    const hinted = skewed?.has(f.column) && (f.op === 'eq' || f.op === 'in');
+    q = q.where(hinted ? sql<boolean>`likelihood(${cond}, 0.05)` : cond) as QB;
+  }
   return q;
 }
 

@@ -250,6 +250,34 @@ describe('list query engine: every branch', () => {
           await t.ctx.db.executeQuery(c);
         }
       });
+
+      it('hints equality and `in` filters on skewed columns as selective, and only those', async () => {
+        const lq: ListQuery = {
+          ...base(),
+          filters: [
+            { column: 'tag_type', op: 'eq', value: 'mention' },
+            { column: 'tag_type', op: 'in', value: ['hashtag', 'mention'] },
+            { column: 'tag_type', op: 'ne', value: 'emotion' },
+            { column: 'name_key', op: 'eq', value: 'x' },
+          ],
+        };
+        const hinted = applyFilters(
+          t.ctx.db.selectFrom('tags').select('uuid'),
+          lq,
+          'uuid',
+          new Set(['tag_type']),
+        );
+        const { sql: text } = hinted.compile();
+        assert.equal(text.match(/likelihood\(/g)?.length, 2, text);
+        assert.match(text, /likelihood\("tag_type" = (\?|\$1), 0\.05\)/);
+        assert.match(text, /likelihood\("tag_type" in \((\?|\$2), (\?|\$3)\), 0\.05\)/);
+        assert.match(text, / and "tag_type" <> (\?|\$4)/);
+        const plain = applyFilters(t.ctx.db.selectFrom('tags').select('uuid'), lq, 'uuid').compile();
+        assert.doesNotMatch(plain.sql, /likelihood/);
+        // likelihood() is SQLite's: the repositories pass skewed columns on SQLite only.
+        if (dialect.name === 'sqlite') assert.deepEqual((await hinted.execute()).length, 0);
+        await t.ctx.db.executeQuery(plain);
+      });
     });
   }
 });

@@ -108,8 +108,8 @@ export async function listAssociations<A>(
   const language = typeof query.language === 'string' ? query.language : undefined;
   const compute = async () => {
     const [rows, total] = await Promise.all([
-      listAssociationRows(ctx.readDb, lq, language, viewer),
-      countAssociationRows(ctx.readDb, lq, language, viewer),
+      listAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
+      countAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
     ]);
     const page = { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
     return { answer: options.render(page), weight: page.data.length + 1 };
