@@ -94,6 +94,11 @@ for (const dialect of testDialects()) {
       assert.ok(uuids(smiht).has(w.john.uuid));
       const short = await call(t, 'GET', '/search/users?query=jxn', t.guest);
       assert.equal(short.length, 0, 'three letters allow no typo');
+      // Up to four words are matched with typos; a longer query is not (docs/search.md, Matching).
+      const four = await call(t, 'GET', '/search/users?query=jonh%20smiht%20jonh%20smiht', t.guest);
+      assert.ok(uuids(four).has(w.john.uuid));
+      const five = await call(t, 'GET', '/search/users?query=jonh%20smiht%20jonh%20smiht%20jonh', t.guest);
+      assert.equal(five.length, 0);
     });
 
     it('answers adversarial queries with 200 or 400, never 500', async () => {
