@@ -361,8 +361,11 @@ export function applyOrderAndWindow<QB extends SelectQueryBuilder<any, any, any>
   let q = qb;
   const sort = lq.sort.length > 0 ? lq.sort : defaultSort;
   for (const s of sort) {
-    const nulls = s.direction === 'asc' ? sql.raw('nulls first') : sql.raw('nulls last');
-    q = q.orderBy(sql`${sql.ref(s.column)} ${sql.raw(s.direction)} ${nulls}`) as QB;
+    const key = sql`${sql.ref(s.column)} ${sql.raw(s.direction)}`;
+    // The uuid is a primary key, never NULL: no NULLS clause, so PostgreSQL walks its default-ordered index either
+    // way instead of sorting every visible row (2.7 s for a page at offset 10,000 of 1,000,000 associations).
+    if (s.column === uuidColumn) q = q.orderBy(key) as QB;
+    else q = q.orderBy(sql`${key} ${sql.raw(s.direction === 'asc' ? 'nulls first' : 'nulls last')}`) as QB;
   }
   const tieDirection = sort.length > 0 ? (sort[sort.length - 1]?.direction ?? 'asc') : 'asc';
   q = q.orderBy(sql.ref(uuidColumn), tieDirection) as QB;

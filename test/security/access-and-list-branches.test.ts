@@ -243,6 +243,11 @@ describe('list query engine: every branch', () => {
         assert.match(byDefault.sql, /"created_at" asc nulls first, "uuid" asc/);
         const bare = compile(base());
         assert.match(bare.sql, /order by "uuid" asc/);
+        // The primary key needs no NULLS clause, which would keep PostgreSQL from walking its index.
+        for (const direction of ['asc', 'desc'] as const) {
+          const byUuid = compile({ ...base(), sort: [{ column: 'uuid', direction }] });
+          assert.match(byUuid.sql, new RegExp(`order by "uuid" ${direction}, "uuid" ${direction} limit`));
+        }
         // The defensive fallback of the tie-breaker's direction (a sort entry without one) still orders by uuid asc.
         const undirected = compile({ ...base(), sort: [{ column: 'name', direction: undefined as never }] });
         assert.match(undirected.sql, /"uuid" asc/);
