@@ -31,6 +31,13 @@ export interface GroupCommitOptions {
   maxMembers: number;
   /** Age of the group (from its first member) after which the next member to finish commits it. */
   maxDelayMs: number;
+  /**
+   * Longest run of members in one turn of the event loop (undefined: no limit). Members waiting for the connection
+   * resume as microtasks, so under a burst of writes one turn would run them all back to back (300 ms of 50
+   * connections' posts, during which no other request is served); past this many ms the open group commits and the
+   * next member starts on the next turn.
+   */
+  maxTurnMs?: number;
   /** Checkpoint the WAL on a worker thread, at most this often (undefined or 0: the write connection does). */
   checkpointIntervalMs?: number;
   /** With the worker: WAL pages after which the write connection checkpoints itself (default 4000). */
@@ -45,6 +52,7 @@ export interface GroupCommitOptions {
 export const GROUP_COMMIT_DEFAULTS: GroupCommitOptions = {
   maxMembers: 64,
   maxDelayMs: 50,
+  maxTurnMs: 10,
   checkpointIntervalMs: 100,
   backstopCheckpointPages: 4000,
 };
@@ -187,6 +195,8 @@ export class GroupCommitter {
   #group: Group | undefined;
   /** Set when the end-of-turn commit found the connection held: the holder commits the group on release. */
   #commitOnRelease = false;
+  /** When the current run of members on the connection began (maxTurnMs). */
+  #runStartedAt = 0;
   readonly stats: GroupCommitStats = {
     commits: 0,
     committedMembers: 0,
@@ -232,6 +242,7 @@ export class GroupCommitter {
   #acquire(): Promise<void> | undefined {
     if (!this.#held) {
       this.#held = true;
+      this.#runStartedAt = performance.now();
       return undefined;
     }
     return new Promise((resolve) => this.#waiters.push(resolve));
@@ -240,8 +251,21 @@ export class GroupCommitter {
   #release(): void {
     if (this.#commitOnRelease) this.#commitGroup();
     const next = this.#waiters.shift();
-    if (next) next();
-    else this.#held = false;
+    if (!next) {
+      this.#held = false;
+      return;
+    }
+    const maxTurnMs = this.#options.maxTurnMs;
+    if (maxTurnMs === undefined || performance.now() - this.#runStartedAt < maxTurnMs) {
+      next();
+      return;
+    }
+    // The connection stays held for `next` while other requests get their turn.
+    if (this.#group) this.#commitGroup();
+    setImmediate(() => {
+      this.#runStartedAt = performance.now();
+      next();
+    });
   }
 
   /** Starts a member: takes the write connection, opens the group if none is open, and a savepoint. */

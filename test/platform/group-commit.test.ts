@@ -173,6 +173,47 @@ describe('group commit in the SQLite driver', () => {
     assert.equal(count(other, 'e7'), 1);
   });
 
+  it('past maxTurnMs commits the open group and lets other work run before the next member', async () => {
+    const sliced = connectDatabase(`sqlite:${join(dir, 'sliced.db')}`, {
+      synchronous: 'NORMAL',
+      groupCommit: { maxMembers: 64, maxDelayMs: 10_000, maxTurnMs: 5 },
+    });
+    const sdb = sliced.db as unknown as Kysely<Scratch>;
+    await sql`CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL, parent_id INTEGER)`.execute(
+      sdb,
+    );
+    const before = { ...sliced.groupCommitStats?.() };
+    const order: string[] = [];
+    const busy = (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end) {
+        // A member's own work (statements, JavaScript) held the event loop this long.
+      }
+    };
+    setImmediate(() => order.push('other work'));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        sdb.transaction().execute(async (trx) => {
+          await trx
+            .insertInto('item')
+            .values({ label: `s${i}`, parent_id: null })
+            .execute();
+          busy(2);
+          order.push(`s${i}`);
+        }),
+      ),
+    );
+    const at = order.indexOf('other work');
+    assert.ok(at > 0 && at < 10, `other work ran between the members: ${order.join(' ')}`);
+    const after = sliced.groupCommitStats?.();
+    assert.ok((after?.commits ?? 0) - (before.commits ?? 0) >= 2, JSON.stringify({ before, after }));
+    assert.equal(
+      Number((await sql<{ n: number }>`SELECT count(*) AS n FROM item`.execute(sdb)).rows[0]?.n),
+      10,
+    );
+    await sliced.db.destroy();
+  });
+
   it('reads outside transactions see committed data only; a write outside one commits the open group first', async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => {
