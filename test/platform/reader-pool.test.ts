@@ -171,8 +171,10 @@ for (const dialect of testDialects()) {
       clearInterval(timer);
       assert.ok(Number(slow.rows[0]?.n) > 0);
       assert.ok(took > 300, `the slow SELECT took only ${took.toFixed(0)} ms; make it slower`);
+      // On the main thread the read would hold the loop for all of its time; a loaded machine (CI runs two test
+      // files per core) delays timers by tens of ms anyway, so the bound is relative to the read.
       assert.ok(
-        maxDrift < 50,
+        maxDrift < took / 2,
         `event loop stalled ${maxDrift.toFixed(0)} ms during a ${took.toFixed(0)} ms read`,
       );
     });
