@@ -11,6 +11,7 @@ import { tagAudienceMigration } from './migrations/0006-tag-audience.ts';
 import { karmaNettingIndexMigration } from './migrations/0008-karma-netting-index.ts';
 import { tagAudienceTriggerMigration } from './migrations/0009-tag-audience-trigger.ts';
 import { writePathMigration } from './migrations/0010-write-path.ts';
+import { searchMessagePartiesMigration } from './migrations/0011-search-message-parties.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -25,6 +26,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0008-karma-netting-index': karmaNettingIndexMigration(dialect),
     '0009-tag-audience-trigger': tagAudienceTriggerMigration(dialect),
     '0010-write-path': writePathMigration(dialect),
+    '0011-search-message-parties': searchMessagePartiesMigration(dialect),
   };
 }
 

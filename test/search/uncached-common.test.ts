@@ -29,6 +29,7 @@ for (const dialect of testDialects()) {
     let t: TestApp;
     let strong: string;
     let reader: TestUser;
+    let sender: TestUser;
     const standard = { ...searchTuning };
     // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
     const uuids = (items: any[]) => items.map((i) => i.uuid as string);
@@ -48,6 +49,7 @@ for (const dialect of testDialects()) {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
       const writer = await t.createUser('writer');
       const [a, b] = [await t.createUser('sender'), await t.createUser('receiver')];
+      sender = a;
       reader = await t.createUser('reader');
       const post = async (body: string) =>
         (await call(t, 'POST', '/posts', writer.token, { body, visibility: 'public' })).uuid as string;
@@ -81,6 +83,15 @@ for (const dialect of testDialects()) {
       const found = await search('orbit', t.guest);
       assert.equal(found.length, 4);
       assert.equal(found[0], strong);
+    });
+
+    it('a signed-in reader: messages of others do not make a word common either', async () => {
+      // The reader sees none of the 25 newest messages; counting them made "orbit" common for every signed-in caller.
+      const found = await search('orbit', reader.token);
+      assert.equal(found.length, 4);
+      assert.equal(found[0], strong);
+      // The sender still finds every message of theirs, newer than every post, besides the posts.
+      assert.equal((await search('orbit', sender.token)).length, 29);
     });
 
     it('the walk below the recent window in chunks gives the same pages as one walk', async () => {

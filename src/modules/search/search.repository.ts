@@ -170,6 +170,11 @@ export interface IdWalk {
    * them out: the text is most of a row's bytes, and PostgreSQL computes the select list of every skipped row too.
    */
   withText?: boolean | undefined;
+  /**
+   * PostgreSQL, a signed-in walk of messages with other kinds: the ids of the oldest and newest document of the
+   * kinds other than messages, when the caller knows them (spares a lookup per walk; see pgMessagesApart).
+   */
+  otherKinds?: { first: number; last: number } | undefined;
   offset: number;
   limit: number;
 }
@@ -210,7 +215,9 @@ async function pgWalk(
   limit: number,
 ): Promise<Candidate[]> {
   const r =
-    await sql<CandidateRow>`${pgWalkQuery(match, scope, walk)} limit ${limit} offset ${offset}`.execute(db);
+    await sql<CandidateRow>`${pgWalkQuery(match, scope, walk, offset + limit)} limit ${limit} offset ${offset}`.execute(
+      db,
+    );
   return r.rows.map(toCandidate);
 }
 
@@ -223,25 +230,36 @@ interface PgWalkRange {
   withText?: boolean | undefined;
 }
 
-/** The matches in scope of a PostgreSQL walk in id order, without its window. */
-function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawBuilder<unknown> {
+/** The matches in scope of a PostgreSQL walk in id order, without its window (at most `most` of them, if given). */
+function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: number): RawBuilder<unknown> {
   const before = walk.beforeId === undefined ? sql`` : sql`and d.id < ${walk.beforeId}`;
   const after = walk.afterId === undefined ? sql`` : sql`and d.id > ${walk.afterId}`;
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
-  // Implied by the scope for messages (only their two sides see them), but it lets the planner start from the
-  // viewer's messages (owner and recipient indexes) instead of every message with the words.
-  const messages = scope.viewer !== null && scope.kinds.every((k) => k === 'messages');
-  const parties = messages
-    ? sql`and (d.owner_uuid = ${scope.viewer} or d.recipient_uuid = ${scope.viewer})`
-    : sql``;
+  if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
+    // Only the viewer's two sides see a message: each side is walked newest first through its partial index
+    // (migration 0011) and the two are merged, so the walk reads the viewer's messages only and stops at its limit.
+    // ts_match_vq keeps the planner off the GIN index, whose posting list of a common word is read whole (28,819
+    // entries of `love:*`, 35-45 ms) to keep the few messages of one viewer.
+    // Each side stops at `most` (the window's end) itself: the planner appends the two sides and sorts them rather
+    // than merging them in order, and read every message of a viewer for "the" (25 ms for 1,187).
+    const cap = most === undefined ? sql`` : sql`order by d.id ${dir} limit ${most}`;
+    const side = (column: 'owner_uuid' | 'recipient_uuid', other: RawBuilder<unknown>) => sql`
+      (select ${walkColumns(walk.withText)} from search_docs d
+      where d.kind = 'messages' and ${sql.ref(`d.${column}`)} = ${scope.viewer} ${other}
+        and ts_match_vq(d.tsv, ${tsquery(match)}) ${before} ${after} and ${scopeCondition(scope)} ${cap})`;
+    // A message to oneself would come from both sides: the recipient's side leaves it out.
+    return sql`
+      select * from (${side('owner_uuid', sql``)}
+        union all ${side('recipient_uuid', sql`and d.owner_uuid <> ${scope.viewer}`)}) d
+      order by d.id ${dir}`;
+  }
   // ts_match_vq() is what @@ calls, but no index serves a function call: the plan becomes an id-ordered scan.
-  const matched =
-    walk.forceWalk && !messages
-      ? sql`ts_match_vq(d.tsv, ${tsquery(match)})`
-      : sql`d.tsv @@ ${tsquery(match)}`;
+  const matched = walk.forceWalk
+    ? sql`ts_match_vq(d.tsv, ${tsquery(match)})`
+    : sql`d.tsv @@ ${tsquery(match)}`;
   return sql`
     select ${walkColumns(walk.withText)} from search_docs d
-    where ${matched} ${before} ${after} ${parties} and ${scopeCondition(scope)}
+    where ${matched} ${before} ${after} and ${scopeCondition(scope)}
     order by d.id ${dir}`;
 }
 
@@ -262,7 +280,7 @@ async function pgWalkCounted(
   const r = await sql<CandidateRow & { n: number | string; rn: number | string }>`
     select * from (
       select m.*, count(*) over () as n, row_number() over (order by m.id ${dir}) as rn
-      from (${pgWalkQuery(match, scope, walk)} limit ${offset + limit}) m
+      from (${pgWalkQuery(match, scope, walk, offset + limit)} limit ${offset + limit}) m
     ) s where s.rn > ${offset} or s.rn = s.n
     order by s.rn`.execute(db);
   const total = Number(r.rows[0]?.n ?? 0);
@@ -283,12 +301,64 @@ async function fewDocsOfKind(
   walk: { beforeId?: number | undefined; afterId?: number | undefined },
 ): Promise<boolean> {
   const kind = kinds.length === 1 ? kinds[0] : undefined;
-  if (kind === undefined || walk.beforeId === undefined || walk.afterId === undefined) return false;
+  // A messages-only walk goes through the viewer's sides (pgWalkQuery), never in id order.
+  if (kind === undefined || kind === 'messages') return false;
+  if (walk.beforeId === undefined || walk.afterId === undefined) return false;
   const r = await sql<{ n: number | string }>`
     select count(*) as n from (
       select 1 from search_docs where kind = ${kind} and id > ${walk.afterId} and id < ${walk.beforeId}
       limit ${FEW_DOCS}) s`.execute(db);
   return Number(r.rows[0]?.n ?? FEW_DOCS) < FEW_DOCS;
+}
+
+/**
+ * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (their two sides, through the
+ * owner and recipient indexes) and the other kinds (bounded to those kinds' own ids) are walked apart and merged by
+ * id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
+ * the viewer sees few of them: in a seeded world the newest 50,000 ids are messages, and "love" for bench_user
+ * walked about 90,000 ids (docs/search.md, "Signed-in searches on PostgreSQL"). Undefined when it does not apply.
+ */
+async function pgMessagesApart(
+  db: Db,
+  match: Match,
+  scope: Scope,
+  walk: IdWalk,
+): Promise<Candidate[] | undefined> {
+  const others = scope.kinds.filter((k) => k !== 'messages');
+  if (scope.viewer === null || others.length === 0 || others.length === scope.kinds.length) return undefined;
+  const need = walk.offset + walk.limit;
+  const messages = { ...scope, kinds: ['messages'] as const };
+  const { first, last } = walk.otherKinds ?? (await docIdRange(db, others));
+  const bounds = {
+    afterId: Math.max(walk.afterId ?? first - 1, first - 1),
+    beforeId: Math.min(walk.beforeId ?? last + 1, last + 1),
+  };
+  const rest = { ...scope, kinds: others };
+  const empty = last === 0 || bounds.beforeId <= bounds.afterId + 1;
+  const theirWalk = { ...walk, ...bounds, offset: 0, limit: need };
+  const mineWalk = { ...walk, offset: 0, limit: need };
+  if (walk.offset === 0) {
+    // A first page (the ranked candidates): both at once, on two connections.
+    const [mine, theirs] = await Promise.all([
+      findMatchesById(db, 'postgres', match, messages, mineWalk),
+      empty ? [] : findMatchesById(db, 'postgres', match, rest, theirWalk),
+    ]);
+    return merged(mine, theirs, walk);
+  }
+  const mine = await findMatchesById(db, 'postgres', match, messages, mineWalk);
+  // Without a message of the viewer's in the range (the usual case), the other kinds' walk is the whole answer; a
+  // deep page then skips its matches on the server instead of receiving them.
+  if (mine.length === 0)
+    return empty ? [] : findMatchesById(db, 'postgres', match, rest, { ...walk, ...bounds });
+  return merged(mine, empty ? [] : await findMatchesById(db, 'postgres', match, rest, theirWalk), walk);
+}
+
+/** Two walks' first `offset + limit` matches merged in the walk's order, windowed. */
+function merged(mine: Candidate[], theirs: Candidate[], walk: IdWalk): Candidate[] {
+  const sign = walk.direction === 'asc' ? 1 : -1;
+  return [...mine, ...theirs]
+    .sort((a, b) => sign * (a.id - b.id))
+    .slice(walk.offset, walk.offset + walk.limit);
 }
 
 /**
@@ -310,6 +380,8 @@ export async function findMatchesById(
   if (scope.viewer === null && scope.kinds.every((k) => k === 'messages')) return [];
   if (walk.limit <= 0) return [];
   if (dialect === 'postgres') {
+    const apart = await pgMessagesApart(db, match, scope, walk);
+    if (apart) return apart;
     const above = walk.walkAbove;
     const lowest = Math.max(walk.afterId ?? 0, above ?? 0);
     if (

@@ -201,20 +201,28 @@ async function exactDocs(
     const ordered = { column, direction: order.direction };
     return repo.findMatchesOrdered(db, dialect, match, scope, ordered, window.offset, window.limit);
   }
-  // A guest sees no message: the newest ids of the world are often messages, and counting them made a common word
-  // look rare to a guest (docs/search.md, "Uncached common words on PostgreSQL").
-  const kinds = scope.viewer === null ? scope.kinds.filter((k) => k !== 'messages') : scope.kinds;
-  if (kinds.length === 0) return [];
-  const { first, last: top } = await repo.docIdRange(db, kinds);
-  // The recent window: the ids (recent, top]; older documents exist only if recent >= first.
+  // Messages are seen by their two sides only: the newest ids of the world are often messages, and counting them made
+  // a common word look rare (docs/search.md, "Uncached common words on PostgreSQL"). The recent window and the
+  // commonness count leave them out when other kinds are searched, for a guest (who sees none) and for a signed-in
+  // caller alike; the caller's own messages are still walked, in every range, up to the newest (`last`).
+  const others = scope.kinds.filter((k) => k !== 'messages');
+  if (scope.viewer === null && others.length === 0) return [];
+  const kinds = others.length > 0 ? others : scope.kinds;
+  const { first: firstOther, last: top } = await repo.docIdRange(db, kinds);
+  const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
+  const { first, last } = mine ? await repo.docIdRange(db, scope.kinds) : { first: firstOther, last: top };
+  // The recent window: the ids (recent, last], its documents other than messages among the ids (recent, top];
+  // older documents exist only if recent >= first.
   const recent = top - searchTuning.recentDocs;
+  const otherKinds = mine ? { first: firstOther, last: top } : undefined;
   if (order.property === 'created_at') {
     return refsOf(
       await repo.findMatchesById(db, dialect, match, scope, {
         direction: order.direction,
         afterId: first - 1,
-        beforeId: top + 1,
+        beforeId: last + 1,
         walkAbove: recent,
+        otherKinds,
         ...window,
       }),
     );
@@ -224,16 +232,17 @@ async function exactDocs(
     // walk newest first, only reordered), so the page is the walk's own, found without counting, reading or
     // scoring any candidate (docs/search.md, "Deep pages"). A page past every document of the kinds, or past every
     // match whoever may see it, is empty without the walk, which checks the scope of each match it skips.
-    const range = { afterId: first - 1, beforeId: top + 1 };
+    const range = { afterId: first - 1, beforeId: last + 1 };
     if (!(await repo.mayHaveMoreThan(db, dialect, match, scope, range, window.offset))) return [];
     const need = window.offset + window.limit;
-    const split = await repo.deepWalkSplit(db, dialect, match, scope, { first, top }, need);
+    const split = await repo.deepWalkSplit(db, dialect, match, scope, { first, top: last }, need);
     return refsOf(
       await repo.findMatchesById(db, dialect, match, scope, {
         direction: 'desc',
         ...range,
         walkAbove: split?.walkAbove ?? recent,
         forceWalk: split?.forceWalk,
+        otherKinds,
         ...window,
       }),
     );
@@ -243,6 +252,7 @@ async function exactDocs(
       direction: 'desc',
       walkAbove: recent,
       withText: true,
+      otherKinds,
       offset: 0,
       limit,
       ...range,
@@ -275,14 +285,14 @@ async function exactDocs(
   const newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest);
   if (newest >= fewest) {
     // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
-    candidates = await walk(fewest, { afterId: first - 1, beforeId: top + 1, forceWalk: true });
+    candidates = await walk(fewest, { afterId: first - 1, beforeId: last + 1, forceWalk: true });
   } else {
     // 2. Otherwise up to `most` matches among the recent documents, if that gives at least `fewest`...
     // PostgreSQL: walk the recent ids in order when one in DENSE of the newest documents matches (the planner's
     // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
     // walk); rarer queries are left to its GIN plans.
     const forceWalk = newest * DENSE >= fewest * COMMON_SPAN;
-    candidates = await walk(most, { afterId: recent, beforeId: top + 1, forceWalk });
+    candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk });
     if (candidates.length < fewest) {
       // 3. ... else (a rare query) the newest `most` matches whatever their age.
       if (recent >= first && dialect === 'postgres') {
@@ -313,6 +323,7 @@ async function exactDocs(
       afterId: first - 1,
       beforeId: boundary.id,
       walkAbove: recent,
+      otherKinds,
       offset: Math.max(0, window.offset - c),
       limit: window.limit - out.length,
     });
@@ -351,10 +362,14 @@ async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
   const byKind = new Map<DocKind, string[]>();
   for (const r of refs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r.uuid]);
   const objects = new Map<string, Item>();
-  for (const [kind, uuids] of byKind) {
-    const rows = (await repo.findRowsByUuids(ctx.readDb, kind, uuids)) as Record<string, unknown>[];
-    for (const row of rows) objects.set(row.uuid as string, toItem(kind, row));
-  }
+  // One read per kind, all at once (PostgreSQL's connections, SQLite's reader threads): a mixed page read up to six
+  // tables one after the other.
+  const kinds = [...byKind];
+  const read = await Promise.all(kinds.map(([kind, uuids]) => repo.findRowsByUuids(ctx.readDb, kind, uuids)));
+  kinds.forEach(([kind], i) => {
+    for (const row of (read[i] ?? []) as Record<string, unknown>[])
+      objects.set(row.uuid as string, toItem(kind, row));
+  });
   return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
 }
 

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { searchTuning } from '../../src/modules/search/search.service.ts';
+import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { call } from './world.ts';
+
+// docs/search.md, "Signed-in searches on PostgreSQL": a signed-in search of every kind walks the caller's messages
+// apart from the other kinds and merges them by id. The merged walk must be the walk of one total order: the caller's
+// messages (sent and received) in their place among the posts, nobody else's messages, whatever the page size, with
+// the newest ids all messages as in a seeded world. Shrunk tuning puts the pages on every path of the ranking.
+const TUNINGS = [
+  { rankedCandidates: 10, recentDocs: 6 },
+  { rankedCandidates: 1000, recentDocs: 30_000 },
+];
+
+for (const dialect of testDialects()) {
+  describe(`search: a signed-in caller's messages among other kinds [${dialect.name}]`, () => {
+    let t: TestApp;
+    let reader: TestUser;
+    /** Every match the reader may see, oldest first (creation order is index order). */
+    const visible: string[] = [];
+    const standard = { ...searchTuning };
+    // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
+    const uuids = (items: any[]) => items.map((i) => i.uuid as string);
+    const search = async (query: string, limit: number) => {
+      const all: string[] = [];
+      for (let offset = 0; ; offset += limit) {
+        const page = uuids(await call(t, 'GET', `${query}&limit=${limit}&offset=${offset}`, reader.token));
+        all.push(...page);
+        if (page.length < limit) return all;
+      }
+    };
+
+    before(async () => {
+      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+      const writer = await t.createUser('writer');
+      reader = await t.createUser('reader');
+      const [pen, a, c] = [
+        await t.createUser('penpal'),
+        await t.createUser('anna'),
+        await t.createUser('carl'),
+      ];
+      const send = async (from: TestUser, to: TestUser, body: string) =>
+        (await call(t, 'POST', '/messages', from.token, { recipient_uuid: to.uuid, body })).uuid as string;
+      for (let i = 0; i < 24; i++) {
+        const post = await call(t, 'POST', '/posts', writer.token, { body: `nebula post ${i}` });
+        visible.push(post.uuid);
+        if (i % 4 === 0) visible.push(await send(reader, pen, `nebula sent ${i}`));
+        if (i % 4 === 1) visible.push(await send(pen, reader, `nebula received ${i}`));
+        if (i % 4 === 2) await send(a, c, `nebula unseen ${i}`);
+        await call(t, 'POST', '/posts', writer.token, { body: `filler ${i}` });
+      }
+      // The newest ids: messages, a few of them the reader's.
+      for (let i = 0; i < 12; i++) {
+        if (i % 5 === 0) visible.push(await send(reader, pen, `nebula late ${i}`));
+        else await send(a, c, `nebula late unseen ${i}`);
+      }
+    });
+
+    after(async () => {
+      Object.assign(searchTuning, standard);
+      await t?.close();
+    });
+
+    it('order=created_at pages are every visible match newest first (oldest first ascending)', async () => {
+      for (const tuning of TUNINGS) {
+        Object.assign(searchTuning, tuning);
+        const newest = [...visible].reverse();
+        for (const limit of [1, 3, 7, 100]) {
+          assert.deepEqual(await search('/search?query=nebula&order=created_at', limit), newest);
+          assert.deepEqual(await search('/search?query=nebu&order=created_at:asc', limit), visible);
+        }
+      }
+    });
+
+    it('relevance pages are one total order of exactly the visible matches', async () => {
+      for (const tuning of TUNINGS) {
+        Object.assign(searchTuning, tuning);
+        const whole = await search('/search?query=nebula', 100);
+        assert.deepEqual([...whole].sort(), [...visible].sort());
+        for (const limit of [1, 4, 9]) assert.deepEqual(await search('/search?query=nebula', limit), whole);
+      }
+    });
+  });
+}
