@@ -118,8 +118,8 @@ export async function scenarios(base: string, client: { id: string; secret: stri
   // The commonest-word rotation is compared with LIKE word by word too.
   const rotation = list.find((s) => s.requests && s.method === 'GET');
   if (rotation) rotation.likeTerms = common.slice(0, 5);
-  // Every read the exact caches serve (searches, tags, tag associations) is also measured uncached.
-  return list.flatMap((s) => (s.method === 'GET' && !s.path.startsWith('/karma') ? [s, uncached(s)] : [s]));
+  // Every read the exact caches serve (searches, tags, tag associations, karma records) is also measured uncached.
+  return list.flatMap((s) => (s.method === 'GET' ? [s, uncached(s)] : [s]));
 }
 
 /** Headers that ask the API for an answer computed afresh, not one from its exact answer cache. */

@@ -150,11 +150,11 @@ export function approxBytes(value: unknown): number {
 }
 
 /**
- * An exact cache of read answers (searches, single tags, token checks): an answer is reused only while the
- * database is unchanged since it was computed (any committed write anywhere, by this process or another, moves
- * the data version: `dataVersion`). So a cached answer is always the answer a fresh read would give: no
+ * An exact cache of read answers (searches, single tags, karma records, token checks): an answer is reused only
+ * while the database is unchanged since it was computed (any committed write anywhere, by this process or another,
+ * moves the data version: `dataVersion`). So a cached answer is always the answer a fresh read would give: no
  * staleness, nothing a viewer may no longer see, read-your-writes kept. Keys hold the viewer, so one viewer's
- * answer is never given to another. Identical requests arriving while one is being computed share it.
+ * answer is never given to another (a karma record is kept once: its Owner check runs on every request). Identical requests arriving while one is being computed share it.
  */
 export class ExactCache<T> {
   readonly #entries = new Map<string, { version: string; value: T; weight: number; bytes: number }>();

@@ -121,6 +121,25 @@ for (const dialect of testDialects()) {
       assert.equal((await ledger(t, alice.uuid)).length, 1);
     });
 
+    it('GET /karma/{uuid} never answers from before a write: update, then delete, are seen at once', async () => {
+      const extra = await d.createPost(alice);
+      const mine = (await ledger(t, alice.uuid)).find((r) => r.target_uuid === extra)?.uuid as string;
+      const read = () => t.inject({ method: 'GET', url: `/karma/${mine}`, token: alice.token });
+      assert.equal(body(await read()).data.points, 2);
+      assert.equal(body(await read()).data.points, 2, 'the same answer again (from the read cache)');
+      const updated = await t.inject({
+        method: 'POST',
+        url: `/karma/${mine}/update`,
+        token: alice.token,
+        payload: { ...valid(), target_uuid: extra, points: 1 },
+      });
+      assert.equal(updated.statusCode, 200, updated.body);
+      assert.equal(body(await read()).data.points, 1);
+      const deleted = await t.inject({ method: 'POST', url: `/karma/${mine}/delete`, token: alice.token });
+      assert.equal(deleted.statusCode, 200, deleted.body);
+      assert.equal((await read()).statusCode, 404);
+    });
+
     it('update refuses bad input with 400 and changes nothing', async () => {
       const network = await d.createNetwork(bob);
       const cases: [string, Record<string, unknown>, string][] = [

@@ -319,6 +319,18 @@ for (const dialect of testDialects()) {
         { uuid: body(own.res).data.uuid, points: body(own.res).data.points, event: body(own.res).data.event },
         { uuid: record.uuid, points: Number(record.points), event: record.event },
       );
+      // Read again: nothing was committed since, so the record comes from the exact read cache; asked with
+      // Cache-Control: no-cache it is read anew.
+      assert.equal((await read(author.token)).reads.length, 0);
+      log.statements.length = 0;
+      const fresh = await injectWithToken(app, {
+        method: 'GET',
+        url: `/karma/${record.uuid}`,
+        token: author.token,
+        headers: { 'cache-control': 'no-cache' },
+      });
+      assert.equal(fresh.statusCode, 200, fresh.body);
+      assert.equal(log.statements.filter((s) => /from "karma"/.test(s)).length, 1);
       // Someone else's record still answers as a missing one.
       const foreign = await read(mentioned.token);
       assert.equal(foreign.res.statusCode, 404, foreign.res.body);

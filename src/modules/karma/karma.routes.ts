@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
+import { asksNoCache } from '../../http/cache-control.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { Karma, KarmaParams, KarmaUpdateBody, karmaListQuery } from './karma.schemas.ts';
 import {
@@ -19,10 +20,13 @@ const owner = (request: FastifyRequest, ctx: Context) =>
   karmaOwner(ctx, (request.params as { karma_uuid: string }).karma_uuid);
 
 // GET reads the whole record for its Owner check and answers with it: one read per request, not two (on PostgreSQL
-// each is a round trip).
+// each is a round trip), none while the exact read cache holds it.
 const readForGet = new WeakMap<FastifyRequest, KarmaRecord>();
 const ownerOfWholeRecord = async (request: FastifyRequest, ctx: Context) => {
-  const record = await findKarma(ctx, (request.params as { karma_uuid: string }).karma_uuid);
+  const record = await findKarma(ctx, (request.params as { karma_uuid: string }).karma_uuid, {
+    fresh: asksNoCache(request.headers['cache-control']),
+    version: request.readVersion,
+  });
   if (record) readForGet.set(request, record);
   return record?.user_uuid;
 };

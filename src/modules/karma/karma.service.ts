@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
-import type { Context } from '../../context.ts';
+import { type Context, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
+import { cachedRead, type RequestVersion } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
 import { type ListQuery, parseListQuery, type Whitelist } from '../../http/list-query.ts';
@@ -215,10 +216,28 @@ export async function karmaOwner(ctx: Context, uuid: string): Promise<string | u
   return findKarmaOwner(ctx.db, uuid);
 }
 
-/** A record by uuid, whoever owns it (for the Owner check that answers with it). */
-export async function findKarma(ctx: Context, uuid: string): Promise<Karma | undefined> {
-  const row = await findKarmaByUuid(ctx.db, uuid);
-  return row && toKarma(row);
+/**
+ * A record by uuid, whoever owns it (for the Owner check that answers with it), from the exact read cache while
+ * nothing was committed since (src/db/exact-cache.ts): on PostgreSQL a read is a round trip, and the record's
+ * owner decides afterwards who may see it, so one cached copy serves every caller. `fresh`: read it anew.
+ */
+export async function findKarma(
+  ctx: Context,
+  uuid: string,
+  read: { fresh: boolean; version: RequestVersion | null | undefined },
+): Promise<Karma | undefined> {
+  const { record } = await cachedRead(
+    readCacheScope(ctx, read.version),
+    'karma',
+    uuid.toLowerCase(),
+    read.fresh,
+    async () => {
+      const row = await findKarmaByUuid(ctx.db, uuid);
+      // Wrapped: a missing record (undefined) is an answer worth keeping too.
+      return { record: row && toKarma(row) };
+    },
+  );
+  return record;
 }
 
 /** One of the caller's records, or 404. */
