@@ -300,6 +300,30 @@ for (const dialect of testDialects()) {
       assert.equal(Number(tag.associations_count), CAP + 2);
     });
 
+    it('list pages of one filter share their exact count until the next write', async () => {
+      const counts = () => log.statements.filter((s) => /^select (\(\(select )?count\(\*\)/.test(s)).length;
+      const total = async (url: string) => {
+        const res = await injectWithToken(app, { method: 'GET', url, token: author.token });
+        assert.equal(res.statusCode, 200, res.body);
+        return body(res).count.total as number;
+      };
+      for (const base of [
+        '/tags?filterby[tag_type]=hashtag',
+        '/tag-associations?filterby[target_type]=post',
+      ]) {
+        log.statements.length = 0;
+        const first = await total(`${base}&sortby[created_at]=desc&limit=2`);
+        assert.equal(counts(), 1, log.statements.join('\n'));
+        assert.equal(await total(`${base}&sortby[uuid]=asc&limit=3&offset=1`), first);
+        assert.equal(counts(), 1, `${base}: the second sort and page reuse the count`);
+        await post(`another #Fresh${base.length} @${mentioned.username}`);
+        log.statements.length = 0;
+        const after = await total(`${base}&sortby[uuid]=asc&limit=3&offset=1`);
+        assert.ok(after > first, `${base}: ${after} after a write, ${first} before`);
+        assert.equal(counts(), 1, 'counted anew after the write');
+      }
+    });
+
     it('GET /karma/{uuid} reads the record once: its Owner check answers with it', async () => {
       const record = await ctx.db
         .selectFrom('karma')

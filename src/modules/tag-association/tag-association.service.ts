@@ -106,16 +106,22 @@ export async function listAssociations<A>(
 ): Promise<A> {
   const lq = parseListQuery(query, ASSOCIATION_WHITELIST, LIST_MAX_OFFSET);
   const language = typeof query.language === 'string' ? query.language : undefined;
+  // Exact: reused only while nothing was committed since (src/db/exact-cache.ts).
+  const scope = readCacheScope(ctx, options.version);
+  // The exact count (a popular tag's ~100,000 uses) is the same for every sort and page of one filter: kept on its own.
+  const countKey = JSON.stringify([lq.filters, lq.uuids ?? null, language ?? null, viewer]);
+  const count = () =>
+    cachedRead(scope, 'tag-association-counts', countKey, options.fresh, () =>
+      countAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
+    );
   const compute = async () => {
     const [rows, total] = await Promise.all([
       listAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
-      countAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
+      count(),
     ]);
     const page = { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
     return { answer: options.render(page), weight: page.data.length + 1 };
   };
-  // Exact: reused only while nothing was committed since (src/db/exact-cache.ts).
-  const scope = readCacheScope(ctx, options.version);
   const key = JSON.stringify([query, viewer]);
   const { answer } = await cachedRead(
     scope,

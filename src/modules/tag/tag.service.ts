@@ -118,21 +118,33 @@ export async function listTags<A>(
   options: AnswerOptions<TagPage, A>,
 ): Promise<A> {
   const lq = parseListQuery(query, TAG_WHITELIST, LIST_MAX_OFFSET);
+  const scope = readCacheScope(ctx, options.version);
+  // The exact count is the costly part of a page (every tag's visibility), the same for every sort and page of
+  // one filter: kept on its own, keyed by what it counts.
+  const count = () =>
+    cachedRead(
+      scope,
+      'tag-counts',
+      JSON.stringify([lq.filters, lq.uuids ?? null, viewer]),
+      options.fresh,
+      () => countTagRows(ctx.readDb, lq, viewer),
+    );
   const compute = async () => {
-    const page = await listTagPage(ctx, lq, viewer);
+    const page = await listTagPage(ctx, lq, viewer, count);
     return { answer: options.render(page), weight: page.data.length + 1 };
   };
-  const scope = readCacheScope(ctx, options.version);
   const key = JSON.stringify([query, viewer]);
   const { answer } = await cachedRead(scope, 'tags', key, options.fresh, compute, (v) => v.weight);
   return answer;
 }
 
-async function listTagPage(ctx: Context, lq: ListQuery, viewer: string | null): Promise<TagPage> {
-  const [rows, total] = await Promise.all([
-    listTagRows(ctx.readDb, lq, viewer),
-    countTagRows(ctx.readDb, lq, viewer),
-  ]);
+async function listTagPage(
+  ctx: Context,
+  lq: ListQuery,
+  viewer: string | null,
+  count: () => Promise<number>,
+): Promise<TagPage> {
+  const [rows, total] = await Promise.all([listTagRows(ctx.readDb, lq, viewer), count()]);
   return {
     data: await toApiTags(ctx.readDb, rows, viewer),
     count: { offset: lq.offset, limit: lq.limit, total },
