@@ -74,13 +74,16 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   readonly raw: DatabaseSync;
   /** The file, or undefined for an in-memory database. */
   readonly path: string | undefined;
+  /** How long a statement waits for another connection's lock before failing with SQLITE_BUSY. */
+  readonly busyTimeoutMs: number;
   readonly #cache = new Map<string, CachedStatement>();
   #dataVersion: StatementSync | undefined;
 
   constructor(options: SqliteOptions) {
     this.path = options.path === ':memory:' ? undefined : options.path;
     this.raw = new DatabaseSync(options.path, { readOnly: options.readOnly ?? false });
-    this.raw.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    this.busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.raw.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
     if (!options.readOnly) this.raw.exec('PRAGMA journal_mode = WAL');
     this.raw.exec(`PRAGMA synchronous = ${options.synchronous}`);
     this.raw.exec('PRAGMA foreign_keys = ON');

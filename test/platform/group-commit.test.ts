@@ -214,6 +214,38 @@ describe('group commit in the SQLite driver', () => {
     await sliced.db.destroy();
   });
 
+  it("waits for another process's write lock on timers, not by sleeping on the event loop", async () => {
+    const HOLD_MS = 300;
+    const locker = new DatabaseSync(join(dir, 'g.db'));
+    locker.exec('BEGIN IMMEDIATE');
+    const released = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        locker.exec('COMMIT');
+        resolve();
+      }, HOLD_MS),
+    );
+    let maxDrift = 0;
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      maxDrift = Math.max(maxDrift, now - last - 5);
+      last = now;
+    }, 5);
+    const started = performance.now();
+    await insert('w1');
+    const waited = performance.now() - started;
+    clearInterval(timer);
+    await released;
+    locker.close();
+    assert.equal(count(other, 'w1'), 1);
+    assert.ok(waited >= HOLD_MS - 20, `the write waited for the lock (${waited.toFixed(0)} ms)`);
+    // SQLite's busy handler would have slept on this thread for the whole hold.
+    assert.ok(
+      maxDrift < HOLD_MS / 2,
+      `event loop stalled ${maxDrift.toFixed(0)} ms while waiting for the lock`,
+    );
+  });
+
   it('reads outside transactions see committed data only; a write outside one commits the open group first', async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => {
