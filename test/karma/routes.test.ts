@@ -134,6 +134,9 @@ for (const dialect of testDialects()) {
         payload: { ...valid(), target_uuid: extra, points: 1 },
       });
       assert.equal(updated.statusCode, 200, updated.body);
+      // Someone asking first, after the write, for another spelling of the uuid changes nothing for the owner.
+      const upper = await t.inject({ method: 'GET', url: `/karma/${mine.toUpperCase()}`, token: bob.token });
+      assert.equal(upper.statusCode, 404);
       assert.equal(body(await read()).data.points, 1);
       const deleted = await t.inject({ method: 'POST', url: `/karma/${mine}/delete`, token: alice.token });
       assert.equal(deleted.statusCode, 200, deleted.body);

@@ -229,7 +229,8 @@ export async function findKarma(
   const { record } = await cachedRead(
     readCacheScope(ctx, read.version),
     'karma',
-    uuid.toLowerCase(),
+    // As sent: uuids are stored lower-case and compared exactly, so another spelling is another (missing) record.
+    uuid,
     read.fresh,
     async () => {
       const row = await findKarmaByUuid(ctx.db, uuid);
