@@ -327,8 +327,8 @@ function condition(
  * Adds the filters (or the uuid list) of a list query to a select. `skewed` (give it on SQLite only): columns
  * whose values are very unevenly used, e.g. a target type that is "post" nine times in ten. SQLite's statistics
  * hold only the average rows per value, so for `target_type = 'network'` it expects a third of the table and scans
- * it (250 ms over 1,000,000 associations) instead of reading the index; likelihood() tells it the equality or `in`
- * is selective. For the common value the index costs about a fifth more than the scan; for a rare one it is instant.
+ * it (250 ms over 1,000,000 associations) instead of reading the index; likelihood() tells it that a filter on one
+ * value is selective. For the common value the index costs about a fifth more than the scan; for a rare one it is instant.
  */
 // biome-ignore lint/suspicious/noExplicitAny: the helper works on any table's select.
 export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
@@ -344,7 +344,9 @@ export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
   }
   for (const f of lq.filters) {
     const cond = condition(f.column, f.op, f.value);
-    const hinted = skewed?.has(f.column) && (f.op === 'eq' || f.op === 'in');
+    // One value (an `in` from a `like` may name them all, which the scan serves better).
+    const single = f.op === 'eq' || (f.op === 'in' && (f.value as string[]).length === 1);
+    const hinted = single && skewed?.has(f.column);
     q = q.where(hinted ? sql<boolean>`likelihood(${cond}, 0.05)` : cond) as QB;
   }
   return q;
