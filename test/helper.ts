@@ -3,11 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { Insertable, Kysely } from 'kysely';
 import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import type { Context } from '../src/context.ts';
 import { connectDatabase } from '../src/db/connect.ts';
+import type { Database } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../src/db/time.ts';
 import { issueTokens, saveClient } from '../src/modules/auth/auth.service.ts';
@@ -181,4 +183,35 @@ export async function startTestApp(dialect: TestDialect, overrides: Partial<Conf
 // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
 export function body(res: LightMyRequestResponse): any {
   return JSON.parse(res.body);
+}
+
+/** Inserts rows 500 to a statement (the engines bound the parameters of one statement). */
+export async function insertInBatches<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  table: T,
+  rows: Insertable<Database[T]>[],
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) {
+    await db
+      .insertInto(table)
+      .values(rows.slice(i, i + 500) as never)
+      .execute();
+  }
+}
+
+/** Watches the event loop from now on with a 5 ms timer; `stop()` ends it and gives the longest delay seen, in ms. */
+export function watchEventLoopStalls(): { stop: () => number } {
+  let maxDrift = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxDrift = Math.max(maxDrift, now - last - 5);
+    last = now;
+  }, 5);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return maxDrift;
+    },
+  };
 }

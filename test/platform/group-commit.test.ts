@@ -11,7 +11,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { type Generated, type Kysely, sql } from 'kysely';
 import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
 import { ApiError } from '../../src/http/errors.ts';
-import { body, testDialects } from '../helper.ts';
+import { body, testDialects, watchEventLoopStalls } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
 
 // A scratch schema of its own: the driver is under test here, not the application's tables.
@@ -224,17 +224,11 @@ describe('group commit in the SQLite driver', () => {
         resolve();
       }, HOLD_MS),
     );
-    let maxDrift = 0;
-    let last = performance.now();
-    const timer = setInterval(() => {
-      const now = performance.now();
-      maxDrift = Math.max(maxDrift, now - last - 5);
-      last = now;
-    }, 5);
+    const stalls = watchEventLoopStalls();
     const started = performance.now();
     await insert('w1');
     const waited = performance.now() - started;
-    clearInterval(timer);
+    const maxDrift = stalls.stop();
     await released;
     locker.close();
     assert.equal(count(other, 'w1'), 1);

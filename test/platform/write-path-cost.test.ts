@@ -26,7 +26,14 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { saveClient } from '../../src/modules/auth/auth.service.ts';
 import { nettingAddRecordsCount } from '../../src/modules/karma/karma.repository.ts';
-import { body, injectWithToken, insertTestUser, type TestUser, testDialects } from '../helper.ts';
+import {
+  body,
+  injectWithToken,
+  insertInBatches,
+  insertTestUser,
+  type TestUser,
+  testDialects,
+} from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
 
 const ZERO_POINT_RECORDS = 3000;
@@ -88,12 +95,7 @@ for (const dialect of testDialects()) {
         ...Array.from({ length: ZERO_POINT_RECORDS }, () => record('postCreated', 0, now)),
         ...Array.from({ length: ZERO_POINT_RECORDS }, () => record('emotionReceived', 1, yesterday)),
       ];
-      for (let i = 0; i < rows.length; i += 500) {
-        await t.ctx.db
-          .insertInto('karma')
-          .values(rows.slice(i, i + 500))
-          .execute();
-      }
+      await insertInBatches(t.ctx.db, 'karma', rows);
       await sql.raw(dialect.name === 'postgres' ? 'ANALYZE karma' : 'ANALYZE').execute(t.ctx.db);
     });
     after(async () => t?.close());

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { newestAssociationsOf } from '../../src/modules/tag-association/tag-association.repository.ts';
-import { body, testDialects } from '../helper.ts';
+import { body, insertInBatches, testDialects } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
 
 const FRIENDS = 3000;
@@ -38,22 +38,12 @@ describe('friends probed per row, not hashed per statement [postgres]', { skip: 
       created_at: now,
       updated_at: now,
     }));
-    for (let i = 0; i < others.length; i += 500) {
-      await t.ctx.db
-        .insertInto('users')
-        .values(others.slice(i, i + 500))
-        .execute();
-    }
+    await insertInBatches(t.ctx.db, 'users', others);
     const friendRows = [...others.map((o) => o.uuid), friend.uuid].map((f) => ({
       user_uuid: hub.uuid,
       friend_uuid: f,
     }));
-    for (let i = 0; i < friendRows.length; i += 500) {
-      await t.ctx.db
-        .insertInto('friends')
-        .values(friendRows.slice(i, i + 500))
-        .execute();
-    }
+    await insertInBatches(t.ctx.db, 'friends', friendRows);
     await t.ctx.db.insertInto('friends').values({ user_uuid: friend.uuid, friend_uuid: hub.uuid }).execute();
     // A tag used in the friend's friends-only posts: the hub sees them through the friends rule only.
     for (let i = 0; i < 30; i++) {
