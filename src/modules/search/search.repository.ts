@@ -335,22 +335,22 @@ async function pgMessagesApart(
   };
   const rest = { ...scope, kinds: others };
   const empty = last === 0 || bounds.beforeId <= bounds.afterId + 1;
-  const theirWalk = { ...walk, ...bounds, offset: 0, limit: need };
+  const theirs = async (window: { offset: number; limit: number }) =>
+    empty ? [] : findMatchesById(db, 'postgres', match, rest, { ...walk, ...bounds, ...window });
   const mineWalk = { ...walk, offset: 0, limit: need };
   if (walk.offset === 0) {
     // A first page (the ranked candidates): both at once, on two connections.
-    const [mine, theirs] = await Promise.all([
+    const [mine, other] = await Promise.all([
       findMatchesById(db, 'postgres', match, messages, mineWalk),
-      empty ? [] : findMatchesById(db, 'postgres', match, rest, theirWalk),
+      theirs({ offset: 0, limit: need }),
     ]);
-    return merged(mine, theirs, walk);
+    return merged(mine, other, walk);
   }
   const mine = await findMatchesById(db, 'postgres', match, messages, mineWalk);
   // Without a message of the viewer's in the range (the usual case), the other kinds' walk is the whole answer; a
   // deep page then skips its matches on the server instead of receiving them.
-  if (mine.length === 0)
-    return empty ? [] : findMatchesById(db, 'postgres', match, rest, { ...walk, ...bounds });
-  return merged(mine, empty ? [] : await findMatchesById(db, 'postgres', match, rest, theirWalk), walk);
+  if (mine.length === 0) return theirs({ offset: walk.offset, limit: walk.limit });
+  return merged(mine, await theirs({ offset: 0, limit: need }), walk);
 }
 
 /** Two walks' first `offset + limit` matches merged in the walk's order, windowed. */
