@@ -30,6 +30,7 @@ for (const dialect of testDialects()) {
     let strong: string;
     let reader: TestUser;
     let sender: TestUser;
+    let relayer: TestUser;
     const standard = { ...searchTuning };
     // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
     const uuids = (items: any[]) => items.map((i) => i.uuid as string);
@@ -55,7 +56,17 @@ for (const dialect of testDialects()) {
         (await call(t, 'POST', '/posts', writer.token, { body, visibility: 'public' })).uuid as string;
       strong = await post('orbit orbit orbit');
       // Comets: 40 older matches, then 30 documents without the word (the newest 20 of them are the recent window).
+      // Between them, a block of 12 messages between two others, with the word: only their two sides see them, and a
+      // walk for anyone else skips their ids.
+      const [relayA, relayB] = [await t.createUser('relay-a'), await t.createUser('relay-b')];
+      relayer = relayA;
       for (let i = 0; i < 40; i++) await post(`comet number ${i}${i % 7 === 0 ? ' comet comet' : ''}`);
+      for (let j = 0; j < 12; j++) {
+        await call(t, 'POST', '/messages', relayA.token, {
+          recipient_uuid: relayB.uuid,
+          body: `comet relay ${j}`,
+        });
+      }
       for (let i = 0; i < 30; i++) await post(`filler ${i}`);
       for (const gap of [0, 1]) {
         await post(long('orbit'));
@@ -95,12 +106,14 @@ for (const dialect of testDialects()) {
     });
 
     it('the walk below the recent window in chunks gives the same pages as one walk', async () => {
-      // Recent windows that end just above the newest comet, so that chunk boundaries fall between comets: the 83
-      // posts after the comets, for a guest and for a signed-in reader alike (the window of either leaves out the
-      // messages of others, newer than every post).
-      for (const [token, recentDocs] of [
-        [t.guest, 83],
-        [reader.token, 83],
+      // Recent windows that end just above the block of messages over the newest comet, so that chunk boundaries
+      // fall between comets: the 83 posts after them, for a guest and for a signed-in reader alike (the window of
+      // either leaves out the messages of others, newer than every post). The walk below starts in the block, which
+      // it skips for them; the sender of those messages finds them besides the 40 posts, however the walk is cut.
+      for (const [token, recentDocs, total] of [
+        [t.guest, 83, 40],
+        [reader.token, 83, 40],
+        [relayer.token, 83, 52],
       ] as const) {
         const pages: string[][] = [];
         for (const chunking of CHUNKINGS) {
@@ -112,7 +125,7 @@ for (const dialect of testDialects()) {
           densitySample: standard.densitySample,
         });
         const [whole] = pages;
-        assert.equal(whole?.length, 40);
+        assert.equal(whole?.length, total);
         for (const other of pages) assert.deepEqual(other, whole);
       }
     });

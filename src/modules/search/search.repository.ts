@@ -632,6 +632,31 @@ export async function docIdRange(
 }
 
 /**
+ * The newest id below `beforeId` of a document of these kinds, or of a message `viewer` sent or received (0 when
+ * there is none): one index probe per kind (search_docs_kind) and per side (the partial message indexes of
+ * migration 0011, PostgreSQL), so a run of documents the walk would skip (a block of others' messages) costs no walk.
+ */
+export async function newestIdBelow(
+  db: Db,
+  kinds: readonly DocKind[],
+  viewer: string | null,
+  beforeId: number,
+): Promise<number> {
+  const probes = kinds.map(
+    (k) => sql`select (select max(id) from search_docs where kind = ${k} and id < ${beforeId}) as v`,
+  );
+  if (viewer !== null) {
+    for (const side of ['owner_uuid', 'recipient_uuid'] as const) {
+      probes.push(sql`select (select max(id) from search_docs
+        where kind = 'messages' and ${sql.ref(side)} = ${viewer} and id < ${beforeId}) as v`);
+    }
+  }
+  const r = await sql<{ v: number | string | null }>`
+    select max(v) as v from (${sql.join(probes, sql` union all `)}) k`.execute(db);
+  return Number(r.rows[0]?.v ?? 0);
+}
+
+/**
  * Matching documents in scope ordered by update time, or username/karma for users, windowed. This sorts every
  * match (no shortcut exists for these orders); the kind filter keeps user searches to users.
  */
