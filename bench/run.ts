@@ -189,6 +189,46 @@ async function seedIfEmpty(opts: Options): Promise<string> {
   return `seeded by this run in ${seconds} s: ${out.trim().split('\n').pop()}`;
 }
 
+/**
+ * Deletes, through the API, every post whose text is that of a POST scenario (this run's and earlier runs'), so each
+ * run reads the world as seeded: thousands of identical posts at the top of the index change what the reads after
+ * them measure (they are the newest documents a search looks at first; docs/benchmarks.md, "How to read").
+ */
+async function removeBenchPosts(opts: Options, list: Scenario[], base: string): Promise<number> {
+  const writes = list.filter((s) => s.method === 'POST' && s.path === '/posts');
+  if (writes.length === 0) return 0;
+  const handle = connectDatabase(opts.db, { poolSize: 1 });
+  let removed = 0;
+  try {
+    for (const s of writes) {
+      const text = JSON.parse(String(s.requests?.[0]?.body ?? '{}')).body as string | undefined;
+      if (!text) continue;
+      // Posts acknowledged while the first pass read the list come in the next one.
+      for (let pass = 0; pass < 5; pass++) {
+        const rows = await handle.db.selectFrom('posts').select('uuid').where('body', '=', text).execute();
+        if (rows.length === 0) break;
+        const queue = rows.map((r) => r.uuid);
+        const worker = async () => {
+          for (let uuid = queue.pop(); uuid !== undefined; uuid = queue.pop()) {
+            const res = await fetch(`${base}/posts/${uuid}/delete`, {
+              method: 'POST',
+              headers: { authorization: s.headers.authorization ?? '' },
+            });
+            await res.arrayBuffer();
+            if (!res.ok && res.status !== 404)
+              throw new Error(`deleting bench post ${uuid}: HTTP ${res.status}`);
+            removed++;
+          }
+        };
+        await Promise.all(Array.from({ length: 8 }, worker));
+      }
+    }
+  } finally {
+    await handle.db.destroy();
+  }
+  return removed;
+}
+
 /** The search done as Lemmy does it: a LIKE/ILIKE '%term%' scan over posts.body, newest 20, in process. */
 async function likeBaseline(opts: Options, list: Scenario[], base: string, runs: number): Promise<LikeRow[]> {
   const handle = connectDatabase(opts.db, { poolSize: 1, statementTimeoutMs: 600_000 });
@@ -285,6 +325,8 @@ async function main(): Promise<void> {
     await waitFor(`http://127.0.0.1:${FLOOR_PORT}/floor`);
     const base = `http://127.0.0.1:${API_PORT}`;
     const list = (await scenarios(base, CLIENT)).filter((s) => !opts.only || opts.only.test(s.name));
+    const earlier = await removeBenchPosts(opts, list, base);
+    if (earlier > 0) console.log(`removed ${earlier} posts left by earlier runs' POST scenario`);
     const rows: Row[] = [];
     const drive = (url: string, s?: Scenario) =>
       autocannon({
@@ -346,6 +388,9 @@ async function main(): Promise<void> {
         `${s.name}: ${Math.round(r.requests.average)} req/s p50 ${r.latency.p50} p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}`,
       );
     }
+    await drain(base);
+    const written = await removeBenchPosts(opts, list, base);
+    if (written > 0) console.log(`removed the ${written} posts of the POST scenario`);
     await drain(base);
     const likes = opts.likeRuns > 0 ? await likeBaseline(opts, list, base, opts.likeRuns) : [];
 
