@@ -1,14 +1,15 @@
 // Adversarial requests against a seeded database (docs/reliability.md, Part B, resource limits):
-//   npm run bench:adversarial -- --db sqlite:./data/bench.db [--per-kind 100] [--concurrency 4] [--out FILE]
+//   npm run bench:adversarial -- --db sqlite:./data/bench.db [--per-kind 100] [--concurrency 4] [--out FILE] [--warm]
 // Starts the API on the database in its own process, then sends, per kind: leading-wildcard `like` filters on every
 // text property of every list, sorts on every sortable property at the deepest offset, 100-uuid lists and
 // 200-character searches (plus searches at the maximum offset). It reports p50/p99/max latency per kind, the latency
 // of cheap requests (GET /health, GET /tags/{uuid}) sent at the same time, and the server's own event-loop delay
 // p99 (perf_hooks.monitorEventLoopDelay through prom-client's nodejs_eventloop_lag_p99_seconds on /metrics).
 // The list of operations and their sortable/filterable properties comes from /openapi.json.
-import { writeFileSync } from 'node:fs';
-import { sql } from 'kysely';
+import { createReadStream, writeFileSync } from 'node:fs';
+import { type Kysely, sql } from 'kysely';
 import { connectDatabase } from '../src/db/connect.ts';
+import type { Database } from '../src/db/database.ts';
 import { LIST_MAX_OFFSET } from '../src/http/paging.ts';
 import { CLIENT, call, kill, login, startServer } from '../test/reliability/crash-harness.ts';
 import { operationsOf } from '../test/reliability/openapi-model.ts';
@@ -22,6 +23,8 @@ const DB = arg('--db', process.env.DATABASE_URL ?? 'sqlite:./data/bench.db');
 const PER_KIND = Number(arg('--per-kind', '60'));
 const CONCURRENCY = Number(arg('--concurrency', '4'));
 const OUT = arg('--out', '');
+/** Read the database's files once before measuring (see warmDatabase). */
+const WARM = process.argv.includes('--warm');
 
 interface Sample {
   kind: string;
@@ -51,6 +54,35 @@ async function eventLoopP99(base: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const m = /^nodejs_eventloop_lag_p99_seconds\s+([0-9.e+-]+)/m.exec(text);
   return m ? Number(m[1]) * 1000 : Number.NaN;
+}
+
+/**
+ * Reads every file of the database once, so the measured requests find its pages in the OS page cache. On these
+ * virtual machines the host reclaims page cache that has not been touched for a few minutes (kdamond), and the
+ * first deep page of a random prefix then reads its blocks from disk: 1 to 1.8 s instead of 0.1 to 0.4 s
+ * (docs/reliability.md, "Resource limits, fifth session"). SQLite: the file and its WAL; PostgreSQL: every table and
+ * index through pg_prewarm's `read` mode (the extension is created if it is missing, which needs a superuser).
+ */
+async function warmDatabase(db: Kysely<Database>, dialect: 'sqlite' | 'postgres'): Promise<string> {
+  const started = performance.now();
+  let bytes = 0;
+  if (dialect === 'sqlite') {
+    const file = DB.replace(/^sqlite:/, '');
+    for (const path of [file, `${file}-wal`]) {
+      try {
+        for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) bytes += chunk.length;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    }
+  } else {
+    await sql`create extension if not exists pg_prewarm`.execute(db);
+    const r = await sql<{ blocks: string }>`
+      select coalesce(sum(pg_prewarm(c.oid, 'read')), 0) as blocks from pg_class c
+      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'i', 't')`.execute(db);
+    bytes = Number(r.rows[0]?.blocks ?? 0) * 8192;
+  }
+  return `read ${Math.round(bytes / 2 ** 20)} MB in ${Math.round(performance.now() - started)} ms`;
 }
 
 function pick<T>(xs: T[]): T {
@@ -86,6 +118,7 @@ async function main(): Promise<void> {
       ]),
     ),
   );
+  if (WARM) console.log(`warmed the database: ${await warmDatabase(db, handle.dialect)}`);
   await db.destroy();
   console.log(`world: ${JSON.stringify(counts)}`);
 
@@ -209,6 +242,7 @@ async function main(): Promise<void> {
       });
     const result = {
       db: DB.replace(/\/\/[^@]*@/, '//'),
+      warmed: WARM,
       world: counts,
       concurrency: CONCURRENCY,
       rows,
