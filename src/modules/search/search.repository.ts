@@ -83,6 +83,18 @@ function ftsKinds(scope: Scope): FtsKinds {
   return { only: kinds };
 }
 
+/**
+ * Kinds as an FTS5 column filter naming the fewer tokens: every kind but messages as `NOT kind : messages`. Each
+ * token of an OR is a doclist FTS5 reads in full, bounds or not: `kind : (user OR network OR post OR comment OR
+ * media)` cost 2.1 ms per count of `love` on the 1,000,000-post world, the NOT form 0.06 ms. Every document has one
+ * kind, so both keep the same documents.
+ */
+function kindFilter(kinds: readonly DocKind[]): FtsKinds {
+  if (kinds.length >= DOC_KINDS.length) return {};
+  const others = DOC_KINDS.filter((k) => !kinds.includes(k));
+  return others.length < kinds.length ? { except: others } : { only: kinds };
+}
+
 /** Kinds whose documents are public whatever their source (SQLITE_DOC_SOURCES: users and networks). */
 const PUBLIC_KINDS: readonly DocKind[] = ['user', 'network'];
 
@@ -596,7 +608,7 @@ export async function countMatchesIn(
             limit ${cap}) s`.execute(db)
       : await sql<{ n: number | string }>`
           select count(*) as n from (
-            select rowid from search_fts where search_fts match ${ftsMatch(plain.terms, { only: narrow ? kinds : undefined })}
+            select rowid from search_fts where search_fts match ${ftsMatch(plain.terms, kindFilter(kinds))}
               and rowid > ${rowidValue(range.afterId)} and rowid <= ${rowidValue(range.toId)}
             order by rowid desc limit ${cap}) s`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
