@@ -732,3 +732,8 @@ export async function complete(
 export async function reindex(ctx: Context): Promise<{ docs: number; names: number }> {
   return ctx.db.transaction().execute((trx) => repo.rebuildIndex(trx, ctx.dialect));
 }
+
+/** Compacts the search index (the `search compact` command; docs/search.md, "Keeping the index compact"). */
+export async function compactSearchIndex(ctx: Context): Promise<{ steps: number }> {
+  return { steps: await repo.compactIndex(ctx.db, ctx.dialect) };
+}

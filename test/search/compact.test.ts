@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { searchCommand } from '../../src/cli/commands/search.command.ts';
+import { compactSearchIndex } from '../../src/modules/search/search.service.ts';
+import { startTestApp, type TestApp, testDialects } from '../helper.ts';
+import { buildWorld, call, type World } from './world.ts';
+
+// docs/search.md, "Keeping the index compact": `search compact` merges the index after writes and deletes while the
+// API runs. It must not change a single answer, for anyone, and deleted items stay gone.
+for (const dialect of testDialects()) {
+  describe(`search: compacting the index [${dialect.name}]`, () => {
+    let t: TestApp;
+    let w: World;
+    const deleted: string[] = [];
+    /** Every answer a set of searches gives, per viewer, in order. */
+    const answers = async () => {
+      const out: Record<string, string[]> = {};
+      for (const [who, token] of [
+        ['guest', t.guest],
+        ['alice', w.alice.token],
+        ['bob', w.bob.token],
+        ['carol', w.carol.token],
+      ] as const) {
+        for (const query of ['nebula', 'neb', 'nebula note', 'secret nebula']) {
+          const q = encodeURIComponent(query);
+          const list = await call(t, 'GET', `/search?query=${q}&limit=100`, token);
+          out[`${who} /search ${query}`] = list.map((i: { uuid: string }) => i.uuid);
+          const types = await call(t, 'GET', `/search/types?query=${q}&limit=100`, token);
+          out[`${who} /search/types ${query}`] = Object.values(types)
+            .flat()
+            .map((i) => (i as { uuid: string }).uuid);
+        }
+      }
+      return out;
+    };
+
+    before(async () => {
+      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+      w = await buildWorld(t);
+      // One write at a time: each leaves a segment of its own in FTS5, and each delete a deletion marker.
+      const notes: string[] = [];
+      for (let i = 0; i < 60; i++) {
+        notes.push((await call(t, 'POST', '/posts', w.alice.token, { body: `nebula note ${i}` })).uuid);
+      }
+      for (let i = 0; i < 10; i++) {
+        await call(t, 'POST', '/posts', w.alice.token, { body: `secret nebula ${i}`, visibility: 'friends' });
+      }
+      for (const uuid of notes.filter((_, i) => i % 2 === 0)) {
+        await call(t, 'POST', `/posts/${uuid}/delete`, w.alice.token);
+        deleted.push(uuid);
+      }
+    });
+    after(async () => t?.close());
+
+    it('changes no answer for any viewer, and deleted posts stay gone', async () => {
+      const before = await answers();
+      assert.equal(before['guest /search nebula note']?.length, 30);
+      assert.equal(before['carol /search secret nebula']?.length, 0);
+      assert.equal(before['bob /search secret nebula']?.length, 10);
+      const { steps } = await compactSearchIndex(t.ctx);
+      // SQLite: one step per FTS5 table finds nothing left to merge; more than three means some merged segments.
+      if (dialect.name === 'sqlite') assert.ok(steps > 3, `merge steps: ${steps}`);
+      const afterwards = await answers();
+      assert.deepEqual(afterwards, before);
+      const found = new Set(Object.values(afterwards).flat());
+      assert.deepEqual(
+        deleted.filter((uuid) => found.has(uuid)),
+        [],
+      );
+    });
+
+    it('leaves the FTS5 tables consistent with the documents (SQLite)', async (ctx) => {
+      if (dialect.name !== 'sqlite') return ctx.skip('PostgreSQL has no FTS5 tables');
+      await compactSearchIndex(t.ctx);
+      for (const table of ['search_fts', 'search_fts_en']) {
+        // FTS5 raises SQLITE_CORRUPT_VTAB when its index and the content table disagree.
+        await sql.raw(`insert into ${table}(${table}) values ('integrity-check')`).execute(t.ctx.db);
+      }
+    });
+
+    it('is the `search compact` command; an unknown subcommand is a usage error', async () => {
+      const log = console.log;
+      const error = console.error;
+      const printed: string[] = [];
+      console.log = (line: string) => printed.push(line);
+      console.error = (line: string) => printed.push(line);
+      try {
+        assert.equal(await searchCommand.run(t.ctx, ['compact']), 0);
+        assert.match(printed.join('\n'), /search index compacted/);
+        assert.equal(await searchCommand.run(t.ctx, ['shrink']), 2);
+        assert.match(printed.join('\n'), /usage: npm run cli -- search reindex \| search compact/);
+      } finally {
+        console.log = log;
+        console.error = error;
+      }
+    });
+  });
+}
