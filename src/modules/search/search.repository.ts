@@ -846,13 +846,19 @@ const FTS_TABLES = ['search_fts', 'search_fts_en', 'search_names_tri'] as const;
  * held it up to 440 ms on the 1,000,000-post world, so 500 keep the API's writes waiting about 100 ms at most.
  */
 export const MERGE_STEP_PAGES = 500;
+/**
+ * Most merge steps per table in one compaction. Each commit adds a segment, so under constant writes a step always
+ * finds two to merge; the compaction stops here rather than chase them (the 1,000,000-post index needed 72 steps
+ * of 2,000 pages).
+ */
+export const MAX_MERGE_STEPS = 2000;
 
 /**
  * Compacts the search index after writes and deletes (docs/search.md, "Keeping the index compact"). SQLite: merges
- * each FTS5 table's segments, and the deletion markers in them, step by step until no step finds work (FTS5 reports
- * work as two or more changes counted on the connection; `usermerge` 2 lets a step merge any two segments of a
- * level). PostgreSQL: vacuums and analyzes the index tables, which also empties the GIN pending list. Returns the
- * merge steps taken (0 on PostgreSQL).
+ * each FTS5 table's segments step by step until no step finds work (FTS5 reports work as two or more changes counted
+ * on the connection; `usermerge` 2 lets a step merge any two segments of a level) or MAX_MERGE_STEPS. PostgreSQL:
+ * vacuums and analyzes the index tables, which also empties the GIN pending list. Returns the merge steps taken (0
+ * on PostgreSQL).
  */
 export async function compactIndex(db: Db, dialect: Dialect): Promise<number> {
   if (dialect === 'postgres') {
@@ -873,7 +879,7 @@ export async function compactIndex(db: Db, dialect: Dialect): Promise<number> {
     const command = (name: string, value: number) =>
       sql`insert into ${sql.table(table)}(${sql.ref(table)}, rank) values (${name}, ${rowidValue(value)})`;
     await command('usermerge', 2).execute(db);
-    for (let worked = true; worked; steps++) {
+    for (let worked = true, taken = 0; worked && taken < MAX_MERGE_STEPS; steps++, taken++) {
       worked = await db.transaction().execute(async (trx) => {
         const changes = async () =>
           Number((await sql<{ c: number }>`select total_changes() as c`.execute(trx)).rows[0]?.c ?? 0);
