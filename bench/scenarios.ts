@@ -4,6 +4,9 @@ import type autocannon from 'autocannon';
 import { vocabulary } from '../src/cli/seed/vocabulary.ts';
 import { BENCH_USERNAME, SEED_PASSWORD } from '../src/cli/seed/world.ts';
 
+/** How every post of the write scenario starts (its hashtags and mention follow the world's most used ones). */
+export const BENCH_POST_TEXT = 'benchmark post about coffee and music';
+
 /** One scenario: a request (or a rotation of them) driven by autocannon. */
 export interface Scenario {
   name: string;
@@ -107,7 +110,7 @@ export async function scenarios(base: string, client: { id: string; secret: stri
           path: '/posts',
           headers: { ...headers, 'content-type': 'application/json' },
           body: JSON.stringify({
-            body: `benchmark post about coffee and music #${tag.name} #benchmark @${mentioned}`,
+            body: `${BENCH_POST_TEXT} #${tag.name} #benchmark @${mentioned}`,
             visibility: 'public',
             language: 'en',
           }),
