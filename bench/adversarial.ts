@@ -78,8 +78,11 @@ async function warmDatabase(db: Kysely<Database>, dialect: 'sqlite' | 'postgres'
   } else {
     await sql`create extension if not exists pg_prewarm`.execute(db);
     const r = await sql<{ blocks: string }>`
-      select coalesce(sum(pg_prewarm(c.oid, 'read')), 0) as blocks from pg_class c
-      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'i', 't')`.execute(db);
+      select coalesce(sum(pg_prewarm(r.oid, 'read')), 0) as blocks from (
+        select oid from pg_class where relnamespace = 'public'::regnamespace and relkind in ('r', 'i')
+        union all
+        select reltoastrelid from pg_class where relnamespace = 'public'::regnamespace and reltoastrelid <> 0
+      ) r`.execute(db);
     bytes = Number(r.rows[0]?.blocks ?? 0) * 8192;
   }
   return `read ${Math.round(bytes / 2 ** 20)} MB in ${Math.round(performance.now() - started)} ms`;
