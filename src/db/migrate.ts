@@ -12,6 +12,7 @@ import { karmaNettingIndexMigration } from './migrations/0008-karma-netting-inde
 import { tagAudienceTriggerMigration } from './migrations/0009-tag-audience-trigger.ts';
 import { writePathMigration } from './migrations/0010-write-path.ts';
 import { searchMessagePartiesMigration } from './migrations/0011-search-message-parties.ts';
+import { searchVocabMigration } from './migrations/0012-search-vocab.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -27,6 +28,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0009-tag-audience-trigger': tagAudienceTriggerMigration(dialect),
     '0010-write-path': writePathMigration(dialect),
     '0011-search-message-parties': searchMessagePartiesMigration(dialect),
+    '0012-search-vocab': searchVocabMigration(dialect),
   };
 }
 

@@ -36,15 +36,29 @@ export interface FtsKinds {
   except?: readonly string[] | undefined;
 }
 
+/** Longest prefix the plain FTS5 index has a prefix index for (migration 0002-search: prefix='2 3 4 5'). */
+export const LONGEST_PREFIX_INDEX = 5;
+
+const quoted = (word: string) => `"${word.replaceAll('"', '""')}"`;
+
 /**
  * FTS5 MATCH text: every term must match (in title or body), the last one as a prefix (isPrefixTerm) unless
  * `lastPrefix` is false (the stemmed index matches whole words); each term quoted, so nothing in it is FTS5 syntax.
+ * `prefixWords`, when given and not empty, are the indexed words the last term is a prefix of (expandPrefix in the
+ * repository): the prefix is then matched as these whole words, which FTS5 reads lazily, instead of a prefix query.
  * `kinds` filters on the kind column inside the index, which skips the other documents without reading them.
  */
-export function ftsMatch(terms: string[], kinds: FtsKinds = {}, lastPrefix = true): string {
-  const words = terms.map(
-    (t, i) => `"${t.replaceAll('"', '""')}"${lastPrefix && isPrefixTerm(terms, i) ? '*' : ''}`,
-  );
+export function ftsMatch(
+  terms: string[],
+  kinds: FtsKinds = {},
+  lastPrefix = true,
+  prefixWords?: readonly string[],
+): string {
+  const words = terms.map((t, i) => {
+    if (!lastPrefix || !isPrefixTerm(terms, i)) return quoted(t);
+    if (prefixWords && prefixWords.length > 0) return `(${prefixWords.map(quoted).join(' OR ')})`;
+    return `${quoted(t)}*`;
+  });
   const list = (k: readonly string[]) => `kind : (${k.map((x) => `"${x}"`).join(' OR ')})`;
   let text = `{title body} : (${words.join(' AND ')})`;
   if (kinds.only) text = `${list(kinds.only)} AND ${text}`;

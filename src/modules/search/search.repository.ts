@@ -3,7 +3,7 @@ import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, PG_STEMMERS, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { tagVisibleTo } from '../tag-association/tag-association.repository.ts';
-import { type FtsKinds, ftsMatch, isPrefixTerm } from './search.query.ts';
+import { type FtsKinds, ftsMatch, isPrefixTerm, LONGEST_PREFIX_INDEX } from './search.query.ts';
 
 /** Kinds of item in the search index. */
 export const DOC_KINDS = ['user', 'network', 'post', 'comment', 'media', 'messages'] as const;
@@ -27,6 +27,31 @@ export interface Match {
   terms: string[];
   /** Language whose stemmer applies besides the plain words (undefined: plain words only). */
   stem?: string | undefined;
+  /** SQLite: the indexed words a long last term stands for (expandPrefix); undefined: a prefix query. */
+  prefixWords?: readonly string[] | undefined;
+}
+
+/** Most words a long last term is expanded to; past this many, it stays a prefix query. */
+const MAX_PREFIX_WORDS = 32;
+
+/**
+ * SQLite: the indexed words that start with the last term, when it matches as a prefix longer than any FTS5 prefix
+ * index and few words do (docs/search.md, "Long prefixes"); undefined otherwise. FTS5 answers such a prefix by
+ * merging every such word's whole doclist before its first row, on each statement of a search (about 2 ms for
+ * `coffee*` on the 1,000,000-post world, a dozen times per `/search/types`); the words, read once from the index's
+ * vocabulary (migration 0012), are read lazily and stop with the walk. Words indexed after this read are not
+ * matched by this search, as if it had run a moment earlier.
+ */
+export async function expandPrefix(db: Db, dialect: Dialect, terms: string[]): Promise<string[] | undefined> {
+  const last = terms.length - 1;
+  const term = terms[last];
+  if (dialect !== 'sqlite' || term === undefined || !isPrefixTerm(terms, last)) return undefined;
+  if ([...term].length <= LONGEST_PREFIX_INDEX) return undefined;
+  const r = await sql<{ term: string }>`
+    select term from search_fts_vocab where ${prefixCondition(dialect, 'term', term)}
+    limit ${MAX_PREFIX_WORDS + 1}`.execute(db);
+  const words = r.rows.map((row) => row.term).filter((w) => w.startsWith(term));
+  return words.length > MAX_PREFIX_WORDS ? undefined : words;
 }
 
 /** A document found, in result order. */
@@ -438,7 +463,7 @@ export async function findMatchesById(
     const r = await sql<CandidateRow>`
       select ${walkColumns(walk.withText)} from (
         select ${rowid} as id from ${sql.table(table)}
-        where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix)} ${before} ${after}
+        where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords)} ${before} ${after}
         order by ${rowid} ${dir} limit ${walk.limit} offset ${walk.offset}) f
       join search_docs d on d.id = f.id
       where ${where}
@@ -446,7 +471,7 @@ export async function findMatchesById(
     return r.rows.map(toCandidate);
   }
   const walked = tables.map(({ table, lastPrefix }) => {
-    const text = ftsMatch(match.terms, ftsKinds(scope), lastPrefix);
+    const text = ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords);
     const rowid = sql.ref(`${table}.rowid`);
     const before = walk.beforeId === undefined ? sql`` : sql`and ${rowid} < ${rowidValue(walk.beforeId)}`;
     const after = walk.afterId === undefined ? sql`` : sql`and ${rowid} > ${rowidValue(walk.afterId)}`;
@@ -568,7 +593,7 @@ export async function mayHaveMoreThan(
   const capped = ftsTables(match).map(({ table, lastPrefix }) => {
     const rowid = sql.ref(`${table}.rowid`);
     return sql`select rowid from (select ${rowid} as rowid from ${sql.table(table)}
-      where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix)}
+      where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords)}
         and ${rowid} > ${rowidValue(range.afterId)} and ${rowid} < ${rowidValue(range.beforeId)}
       order by ${rowid} desc limit ${n + 1})`;
   });
@@ -591,7 +616,7 @@ export async function countMatchesIn(
   range: { afterId: number; toId: number },
   cap: number,
 ): Promise<number> {
-  const plain: Match = { terms: match.terms };
+  const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
   const narrow = kinds.length < DOC_KINDS.length;
   const r =
     dialect === 'postgres'
@@ -603,7 +628,7 @@ export async function countMatchesIn(
             limit ${cap}) s`.execute(db)
       : await sql<{ n: number | string }>`
           select count(*) as n from (
-            select rowid from search_fts where search_fts match ${ftsMatch(plain.terms, kindFilter(kinds))}
+            select rowid from search_fts where search_fts match ${ftsMatch(plain.terms, kindFilter(kinds), true, plain.prefixWords)}
               and rowid > ${rowidValue(range.afterId)} and rowid <= ${rowidValue(range.toId)}
             order by rowid desc limit ${cap}) s`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
@@ -693,7 +718,7 @@ export async function findMatchesOrdered(
   } else {
     const selects = ftsTables(match).map(
       ({ table, lastPrefix }) =>
-        sql`select rowid from ${sql.table(table)} where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix)}`,
+        sql`select rowid from ${sql.table(table)} where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords)}`,
     );
     matched = sql`d.id in (${sql.join(selects, sql` union `)})`;
   }

@@ -498,8 +498,13 @@ async function hydrateUsers(ctx: Context, uuids: string[]): Promise<Item[]> {
   );
 }
 
-function matchOf(params: SearchParams): Match {
-  return { terms: queryTerms(params.query), stem: params.language };
+/** The words of a query, with a long last word's expansion read once for every statement of the search. */
+async function matchOf(ctx: Context, params: SearchParams): Promise<Match> {
+  return matchOfTerms(ctx, queryTerms(params.query), params.language);
+}
+
+async function matchOfTerms(ctx: Context, terms: string[], stem?: string): Promise<Match> {
+  return { terms, stem, prefixWords: await repo.expandPrefix(ctx.readDb, ctx.dialect, terms) };
 }
 
 function excludedUsers(raw: unknown): string[] | undefined {
@@ -561,7 +566,7 @@ export async function search(
   const order = parseOrder(params.order, CONTENT_ORDERS);
   const window = windowOf(ctx, params);
   const scope: Scope = { kinds: repo.DOC_KINDS, viewer, language: params.language };
-  const refs = await searchDocs(ctx, matchOf(params), scope, order, window);
+  const refs = await searchDocs(ctx, await matchOf(ctx, params), scope, order, window);
   return result(await hydrate(ctx, refs), window);
 }
 
@@ -577,7 +582,7 @@ export async function searchTypes(
   }
   const order = parseOrder(params.order, CONTENT_ORDERS);
   const window = windowOf(ctx, params);
-  const match = matchOf(params);
+  const match = await matchOf(ctx, params);
   // Independent per kind: they run at once on PostgreSQL's connections and SQLite's reader threads.
   const columns = await Promise.all(
     repo.DOC_KINDS.map(async (kind) => {
@@ -607,7 +612,7 @@ export async function searchUsers(
     excludeUuids,
     friendsOf: friendsOnly ? (viewer ?? undefined) : undefined,
   };
-  const refs = await searchDocs(ctx, matchOf(params), scope, order, window);
+  const refs = await searchDocs(ctx, await matchOf(ctx, params), scope, order, window);
   return result(await hydrate(ctx, refs), window);
 }
 
@@ -620,7 +625,7 @@ export async function searchNetworks(
   const order = parseOrder(params.order, CONTENT_ORDERS);
   const window = windowOf(ctx, params);
   const scope: Scope = { kinds: ['network'], viewer };
-  const refs = await searchDocs(ctx, matchOf(params), scope, order, window);
+  const refs = await searchDocs(ctx, await matchOf(ctx, params), scope, order, window);
   return result(await hydrate(ctx, refs), window);
 }
 
@@ -710,7 +715,7 @@ export async function complete(
   const networks = await repo.findMatchesById(
     ctx.readDb,
     ctx.dialect,
-    { terms },
+    await matchOfTerms(ctx, terms),
     { kinds: ['network'], viewer },
     { direction: 'desc', offset: 0, limit },
   );
