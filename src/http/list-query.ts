@@ -288,25 +288,59 @@ export function parseListQuery(
 }
 
 /**
- * The values of an enumeration a `like` pattern matches, with SQL's semantics as the lists use them (the value
- * lower-cased; `%` any run, `_` one character, `\` makes the next character literal).
+ * The values of an enumeration a `like` pattern matches, with SQL's semantics as the lists use them (value and
+ * pattern lower-cased; `%` any run, `_` one character, `\` makes the next character literal). Matched by
+ * likeMatches, not a regular expression: a pattern of many `%` made a backtracking regex take seconds to minutes
+ * on the event loop (50 `%` and a `b` stalled the server).
  */
 export function likeToEnumValues(pattern: string, values: readonly string[]): string[] {
-  let source = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i] as string;
-    // A lone trailing backslash never gets here (parseValue refuses it); charAt keeps it harmless anyway.
-    if (ch === '\\') source += escapeRegExp(pattern.charAt(++i));
-    else if (ch === '%') source += '[\\s\\S]*';
-    else if (ch === '_') source += '[\\s\\S]';
-    else source += escapeRegExp(ch);
+  const tokens: LikeToken[] = [];
+  const chars = [...pattern.toLowerCase()];
+  for (let i = 0; i < chars.length; i++) {
+    const ch = chars[i] as string;
+    // A lone trailing backslash never gets here (parseValue refuses it); it would match nothing.
+    if (ch === '\\') tokens.push(chars[++i] ?? '\u0000');
+    else if (ch === '%') {
+      // A run of % matches what one % does; the matcher then takes steps per run, not per %.
+      if (tokens.at(-1) !== ANY) tokens.push(ANY);
+    } else if (ch === '_') tokens.push(ONE);
+    else tokens.push(ch);
   }
-  const re = new RegExp(`^${source}$`, 'u');
-  return values.filter((v) => re.test(v.toLowerCase()));
+  return values.filter((v) => likeMatches(tokens, [...v.toLowerCase()]));
 }
 
-function escapeRegExp(ch: string): string {
-  return ch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+const ANY = Symbol('%');
+const ONE = Symbol('_');
+/** A parsed `like` pattern's element: a literal character, `%` or `_`. */
+type LikeToken = string | typeof ANY | typeof ONE;
+
+/**
+ * Whether `text` (code points) matches the tokens, in at most length(text) x length(tokens) steps: on a mismatch
+ * the last `%` takes one more character and matching resumes after it, since what an earlier `%` took never needs
+ * to change.
+ */
+function likeMatches(tokens: readonly LikeToken[], text: readonly string[]): boolean {
+  let p = 0;
+  let t = 0;
+  let lastAny = -1;
+  let resumeAt = 0;
+  while (t < text.length) {
+    const token = tokens[p];
+    if (token === ONE || (token !== undefined && token === text[t])) {
+      p++;
+      t++;
+    } else if (token === ANY) {
+      lastAny = p++;
+      resumeAt = t;
+    } else if (lastAny >= 0) {
+      p = lastAny + 1;
+      t = ++resumeAt;
+    } else {
+      return false;
+    }
+  }
+  while (tokens[p] === ANY) p++;
+  return p === tokens.length;
 }
 
 function condition(

@@ -137,6 +137,17 @@ describe('list query engine', () => {
     assert.deepEqual(likeToEnumValues('q\\_r', values), ['q_r'], 'an escaped _ is literal');
     assert.deepEqual(likeToEnumValues('p\\%q', values), ['p%q']);
     assert.deepEqual(likeToEnumValues('%tra%', values), []);
+    assert.deepEqual(likeToEnumValues('%t', values), ['post', 'comment']);
+    assert.deepEqual(likeToEnumValues('%o%e%', values), ['comment'], 'a later % may take what an earlier left');
+    assert.deepEqual(likeToEnumValues('_%_', ['a', 'ab', 'abc']), ['ab', 'abc']);
+    assert.deepEqual(likeToEnumValues('%%', ['', 'a']), ['', 'a']);
+    assert.deepEqual(likeToEnumValues('', ['', 'a']), ['']);
+    assert.deepEqual(likeToEnumValues('POST', values), ['post'], 'case does not matter');
+    assert.deepEqual(likeToEnumValues('é_', ['éa', 'ea']), ['éa'], 'one _ is one character');
+    // Many % runs: answered at once (a backtracking regex took minutes for 50 and a b).
+    const many = `${'%a'.repeat(30)}b`;
+    assert.deepEqual(likeToEnumValues(many, ['a'.repeat(40), `${'a'.repeat(40)}b`]), [`${'a'.repeat(40)}b`]);
+    assert.deepEqual(likeToEnumValues(`${'%'.repeat(60)}b`, values), []);
     const lq = parseListQuery({ filterby: { kind: { like: 'HASH%' } } }, whitelist, 1000);
     assert.deepEqual(lq.filters, [{ column: 'tag_type', op: 'in', value: ['hashtag'] }]);
   });
