@@ -13,6 +13,7 @@ import { tagAudienceTriggerMigration } from './migrations/0009-tag-audience-trig
 import { writePathMigration } from './migrations/0010-write-path.ts';
 import { searchMessagePartiesMigration } from './migrations/0011-search-message-parties.ts';
 import { searchVocabMigration } from './migrations/0012-search-vocab.ts';
+import { tagStandaloneMigration } from './migrations/0013-tag-standalone.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -29,6 +30,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0010-write-path': writePathMigration(dialect),
     '0011-search-message-parties': searchMessagePartiesMigration(dialect),
     '0012-search-vocab': searchVocabMigration(dialect),
+    '0013-tag-standalone': tagStandaloneMigration(),
   };
 }
 

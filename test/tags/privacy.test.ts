@@ -96,6 +96,48 @@ for (const dialect of testDialects()) {
       assert.equal((await get(t, '/tags?filterby[name]=unusedtag')).count.total, 1);
     });
 
+    it('a tag whose last use is deleted or edited away stays hidden (only a created tag is visible unused)', async () => {
+      const tagOf = async (name: string) =>
+        (await get(t, `/tags?filterby[name]=${name}`, alice.token)).data[0].uuid;
+      const hiddenFromOthers = async (uuid: string, name: string) => {
+        for (const token of [t.guest, carol.token]) {
+          const res = await t.inject({ method: 'GET', url: `/tags/${uuid}`, token });
+          assert.equal(res.statusCode, 404, `${name}: ${res.body}`);
+          assert.equal((await get(t, `/tags?filterby[name]=${name}`, token)).count.total, 0);
+          const found = await get(t, `/search/hashtags?query=${name.slice(0, 6)}`, token);
+          assert.deepEqual(found.data, [], name);
+        }
+      };
+      const deleted = await createPost(t, alice, 'layoffs planned #layoffsmarch', { visibility: 'private' });
+      const layoffs = await tagOf('layoffsmarch');
+      await hiddenFromOthers(layoffs, 'layoffsmarch');
+      const del = await t.inject({ method: 'POST', url: `/posts/${deleted}/delete`, token: alice.token });
+      assert.equal(del.statusCode, 200, del.body);
+      await hiddenFromOthers(layoffs, 'layoffsmarch');
+      const edited = await createPost(t, alice, 'merger talk #acmesecret', { visibility: 'friends' });
+      const acme = await tagOf('acmesecret');
+      const upd = await t.inject({
+        method: 'POST',
+        url: `/posts/${edited}/update`,
+        token: alice.token,
+        payload: { body: 'merger talk, nothing to see' },
+      });
+      assert.equal(upd.statusCode, 200, upd.body);
+      await hiddenFromOthers(acme, 'acmesecret');
+      // A tag made through /tags/create is public from the start and stays visible when its uses go.
+      const created = await t.inject({
+        method: 'POST',
+        url: '/tags/create',
+        token: alice.token,
+        payload: { name: 'madeopenly', tag_type: 'hashtag' },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const used = await createPost(t, alice, 'private use #madeopenly', { visibility: 'private' });
+      await t.inject({ method: 'POST', url: `/posts/${used}/delete`, token: alice.token });
+      const open = await t.inject({ method: 'GET', url: `/tags/${body(created).data.uuid}`, token: t.guest });
+      assert.equal(open.statusCode, 200, open.body);
+    });
+
     it('a hidden tag used once in public becomes visible; associations_count stays the total', async () => {
       const post = await createPost(t, carol, 'now public #secretplan');
       const res = await t.inject({ method: 'GET', url: `/tags/${secret}`, token: t.guest });

@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import type { Context } from '../../context.ts';
 import { cachedRead } from '../../db/exact-cache.ts';
 import type { ErrorDetail } from '../../http/errors.ts';
@@ -402,7 +403,7 @@ function toItem(kind: DocKind, row: Record<string, unknown>): Item {
  * (as GET /tags gives them). The tag module keeps its mapper private, so its shape is repeated here.
  */
 async function hydrateTags(ctx: Context, viewer: string | null, uuids: string[]): Promise<ApiTag[]> {
-  const rows = (await repo.findRowsByUuids(ctx.readDb, 'tag', uuids)) as TagTable[];
+  const rows = (await repo.findRowsByUuids(ctx.readDb, 'tag', uuids)) as Selectable<TagTable>[];
   const newest = await findNewestAssociationUuids(
     ctx.readDb,
     rows.map((r) => r.uuid),

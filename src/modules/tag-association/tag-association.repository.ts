@@ -78,8 +78,8 @@ function visibleParts(viewer: string | null): Expression<SqlBool>[] {
 }
 
 /**
- * A tag is visible to `viewer` (null for a guest) when it is an emotion, has no association at all (created through
- * tags.create), or has at least one association whose target the viewer may see (targetVisibleTo): a hashtag or
+ * A tag is visible to `viewer` (null for a guest) when it is an emotion, was made through tags.create (standalone)
+ * and has no association at all, or has at least one association whose target the viewer may see (targetVisibleTo): a hashtag or
  * mention used only in private posts does not exist for anyone else. Each test probes the tag's own index entries,
  * cheapest and likeliest first; the friends test walks the tag's `friends` rows (few on a tag nobody used in
  * public) and probes the friends table, rather than probing the tag once per friend of the viewer. `tagTable` names
@@ -91,8 +91,9 @@ export function tagVisibleTo(viewer: string | null, tagTable: string): Expressio
   const tagType = sql.ref(`${tagTable}.tag_type`);
   const has = (cond: Expression<SqlBool>) =>
     sql<SqlBool>`exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid} and ${cond})`;
+  const standalone = sql.ref(`${tagTable}.standalone`);
   const guest = sql<SqlBool>`${tagType} = 'emotion' or ${has(sql`ta.audience = 'public'`)}
-    or not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid})`;
+    or (${standalone} = 1 and not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid}))`;
   if (viewer === null) return sql<SqlBool>`(${guest})`;
   // A plain EXISTS for the friends here, not isFriendOf: over a whole tag list PostgreSQL's plan of it (per tag, the
   // viewer's friends hashed once) is the cheap one; isFriendOf's made it hash every friends-only use of every tag

@@ -1,4 +1,4 @@
-import { type Insertable, sql, type Updateable } from 'kysely';
+import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
 import {
@@ -11,7 +11,7 @@ import { normalizeTagName, TAG_TYPES } from './normalize.ts';
 import type { TagTable } from './tag.table.ts';
 
 /** A stored tag row. */
-export type TagRow = TagTable;
+export type TagRow = Selectable<TagTable>;
 
 /** A tag row by uuid; with `viewer` given (null for a guest) only if the tag is visible to them (tagVisibleTo). */
 export async function findTagByUuid(
@@ -44,8 +44,8 @@ export async function findVisibleTagWithAssociations(
     .selectAll()
     .select(newestAssociationsOf('tags.uuid', perTag, viewer).as('associations'))
     .select(
-      sql<number | boolean>`(tags.tag_type = 'emotion'
-        or not exists (select 1 from tag_associations ta where ta.tag_uuid = tags.uuid))`.as(
+      sql<number | boolean>`(tags.tag_type = 'emotion' or (tags.standalone = 1
+        and not exists (select 1 from tag_associations ta where ta.tag_uuid = tags.uuid)))`.as(
         'unused_or_emotion',
       ),
     )

@@ -241,6 +241,7 @@ export async function createTag(
       name_key: key,
       tag_type: input.tag_type,
       associations_count: 0,
+      standalone: 1,
       created_at: now,
       updated_at: now,
     });
