@@ -145,10 +145,38 @@ async function visibleTarget(trx: Db, kind: AssociationTargetType, uuid: string,
   return target;
 }
 
-async function existingTag(trx: Db, uuid: string) {
-  const tag = await findTagByUuid(trx, uuid.toLowerCase());
+/** A tag the caller may see (tagVisibleTo); a hidden one is 404 as a missing one, so it can be neither found nor used. */
+async function visibleTag(trx: Db, uuid: string, caller: string) {
+  const tag = await findTagByUuid(trx, uuid.toLowerCase(), caller);
   if (!tag) throw objectNotFound('tag');
   return tag;
+}
+
+/**
+ * Whether an association is a reaction: an emotion on a post or comment. Whichever route writes one, it grants and
+ * takes back the content author's karma as POST /posts/{uuid}/emotions and its undo do (emotionCreated and
+ * emotionDeleted), so deleting it through the generic route and reacting again cannot mint karma.
+ */
+function isReaction(tagType: string, targetType: string): targetType is ReactionKind {
+  return tagType === 'emotion' && (targetType === 'post' || targetType === 'comment');
+}
+
+/** Emits a reaction's event; `author` is the content's author (null when the content is gone). */
+async function emitReaction(
+  ctx: Context,
+  trx: Db,
+  name: 'emotionCreated' | 'emotionDeleted',
+  row: { uuid: string; user_uuid: string; target_uuid: string; target_type: ReactionKind },
+  emotion: string,
+  author: string | null,
+): Promise<void> {
+  await ctx.bus.emit(trx, {
+    name,
+    actorUuid: row.user_uuid,
+    targetUuid: row.target_uuid,
+    targetType: row.target_type,
+    data: { emotion, author_uuid: author, association_uuid: row.uuid },
+  });
 }
 
 function duplicate(existing: TagAssociationRow): ApiError {
@@ -165,7 +193,7 @@ export async function createAssociation(
   input: { tag_uuid: string; target_uuid: string; target_type: AssociationTargetType },
 ): Promise<ApiTagAssociation> {
   return ctx.db.transaction().execute(async (trx) => {
-    const tag = await existingTag(trx, input.tag_uuid);
+    const tag = await visibleTag(trx, input.tag_uuid, caller);
     const target = await visibleTarget(trx, input.target_type, input.target_uuid, caller);
     const existing = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
     if (existing) throw duplicate(existing);
@@ -183,6 +211,16 @@ export async function createAssociation(
     const added = await insertAssociationsIgnoringConflicts(trx, [row]);
     if (added.length === 0)
       throw duplicate((await findAssociationByKey(trx, tag.uuid, target.uuid, caller)) ?? row);
+    if (isReaction(tag.tag_type, row.target_type)) {
+      await emitReaction(
+        ctx,
+        trx,
+        'emotionCreated',
+        { ...row, target_type: row.target_type },
+        tag.name_key,
+        target.user_uuid,
+      );
+    }
     await adjustTagCounts(trx, ctx.dialect, deltas(added, []));
     return toApi(row);
   });
@@ -238,6 +276,14 @@ export function checkAssociationWriteEnabled(ctx: Context, write: AssociationWri
 /** Deletes an association (tag-associations.delete; the creator-or-admin check ran before). */
 export async function deleteAssociation(ctx: Context, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
+    const row = await findAssociationByUuid(trx, uuid.toLowerCase());
+    const tag = row && (await findTagByUuid(trx, row.tag_uuid));
+    if (row && tag && isReaction(tag.tag_type, row.target_type)) {
+      // As unreact: the event goes out before the row is removed, so subscribers can still read it.
+      const target = await findTarget(trx, row.target_type, row.target_uuid);
+      const reaction = { ...row, target_type: row.target_type };
+      await emitReaction(ctx, trx, 'emotionDeleted', reaction, tag.name_key, target?.user_uuid ?? null);
+    }
     const removed = await deleteAssociationsByUuids(trx, [uuid.toLowerCase()]);
     if (removed.length === 0) throw objectNotFound('tag association');
     await adjustTagCounts(trx, ctx.dialect, deltas([], removed));
@@ -258,7 +304,7 @@ export async function updateAssociation(
     const row = await findAssociationByUuid(trx, uuid.toLowerCase());
     if (!row) throw objectNotFound('tag association');
     const tagUuid =
-      input.tag_uuid !== undefined ? (await existingTag(trx, input.tag_uuid)).uuid : row.tag_uuid;
+      input.tag_uuid !== undefined ? (await visibleTag(trx, input.tag_uuid, caller)).uuid : row.tag_uuid;
     let targetUuid = row.target_uuid;
     let language = row.language;
     const targetType = input.target_type ?? (row.target_type as AssociationTargetType);
@@ -266,6 +312,17 @@ export async function updateAssociation(
       const target = await visibleTarget(trx, targetType, input.target_uuid ?? row.target_uuid, caller);
       targetUuid = target.uuid;
       language = target.language;
+    }
+    const oldTag = await findTagByUuid(trx, row.tag_uuid);
+    const newTag = tagUuid === row.tag_uuid ? oldTag : await findTagByUuid(trx, tagUuid);
+    const oldType = oldTag?.tag_type ?? '';
+    if (isReaction(oldType, row.target_type) || isReaction(newTag?.tag_type ?? '', targetType)) {
+      // A reaction's karma follows its emotion, target and author: moving it would leave them behind.
+      throw new ApiError(
+        'invalid_request',
+        'A reaction (an emotion on a post or comment) cannot be changed: take it back and react again (POST /posts/{uuid}/emotions or /comments/{uuid}/emotions).',
+        [{ field: 'tag_uuid', message: 'a reaction cannot be changed' }],
+      );
     }
     const clash = await findAssociationByKey(trx, tagUuid, targetUuid, row.user_uuid);
     if (clash && clash.uuid !== row.uuid) throw duplicate(clash);

@@ -218,10 +218,12 @@ function validName(raw: string, tagType: TagType): FoundName {
   return { name: tagType === 'emotion' ? key : name, key };
 }
 
-function conflict(tagType: string, existing: TagRow): ApiError {
+/** 409 for a taken name; the holder's name and uuid only when `existing` is given (the caller may see it). */
+function conflict(tagType: string, existing: TagRow | undefined): ApiError {
+  const which = existing ? `: ${existing.name} (${existing.uuid}). Use it or choose another name.` : '.';
   return new ApiError(
     'conflict',
-    `A ${tagType} tag with that name (ignoring case and accents) already exists: ${existing.name} (${existing.uuid}). Use it or choose another name.`,
+    `A ${tagType} tag with that name (ignoring case and accents) already exists${which}`,
   );
 }
 
@@ -246,8 +248,11 @@ export async function createTag(
       updated_at: now,
     });
     if (!inserted) {
+      // A tag hidden from the caller (used only where they cannot see) is named by nobody's answer: the conflict
+      // says the name is taken, as uniqueness must, but not which tag holds it.
       const existing = await findTagByKey(trx, input.tag_type, key);
-      throw conflict(input.tag_type, existing as TagRow);
+      const visible = existing && (await findTagByUuid(trx, existing.uuid, viewer));
+      throw conflict(input.tag_type, visible || undefined);
     }
     return storedApiTag(trx, uuid, viewer);
   });
