@@ -138,7 +138,11 @@ describe('list query engine', () => {
     assert.deepEqual(likeToEnumValues('p\\%q', values), ['p%q']);
     assert.deepEqual(likeToEnumValues('%tra%', values), []);
     assert.deepEqual(likeToEnumValues('%t', values), ['post', 'comment']);
-    assert.deepEqual(likeToEnumValues('%o%e%', values), ['comment'], 'a later % may take what an earlier left');
+    assert.deepEqual(
+      likeToEnumValues('%o%e%', values),
+      ['comment'],
+      'a later % may take what an earlier left',
+    );
     assert.deepEqual(likeToEnumValues('_%_', ['a', 'ab', 'abc']), ['ab', 'abc']);
     assert.deepEqual(likeToEnumValues('%%', ['', 'a']), ['', 'a']);
     assert.deepEqual(likeToEnumValues('', ['', 'a']), ['']);
