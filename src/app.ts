@@ -12,7 +12,7 @@ import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import { RequestLogController } from './http/request-log.ts';
-import { rejectUnstorableText } from './http/text-input.ts';
+import { DROPPED_KEYS, prototypeKeysIn, rejectUnstorableText } from './http/text-input.ts';
 import accessPlugin from './modules/auth/access.plugin.ts';
 import { modules } from './modules/index.ts';
 import metricsPlugin from './plugins/metrics.plugin.ts';
@@ -38,7 +38,11 @@ const QS_OPTIONS: qs.IParseOptions = {
 
 /** Parses a query string or form body with nested keys (`filterby[p][op]=v`), bounded in depth and size. */
 export function parseNested(text: string): Record<string, unknown> {
-  return qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
+  const parsed = qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
+  // qs drops prototype-member names silently; they are remembered so the request is refused (DROPPED_KEYS).
+  const dropped = prototypeKeysIn(text);
+  if (dropped.length > 0) Object.defineProperty(parsed, DROPPED_KEYS, { value: dropped, enumerable: false });
+  return parsed;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;

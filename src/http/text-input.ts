@@ -10,6 +10,41 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
 }
 
+/**
+ * Set by the query string and form parser (parseNested in app.ts) on what it returns: the parameter names it dropped
+ * because a part of them is a member of `Object.prototype` (`filterby[constructor][eq]`, `__proto__[x]`). qs drops
+ * them to keep the prototype safe, which would answer an unfiltered page; rejectUnstorableText refuses them instead.
+ */
+export const DROPPED_KEYS = Symbol('dropped parameter names');
+
+/** The names in a query string or form body that qs drops as prototype members (at most a few, for the message). */
+export function prototypeKeysIn(text: string): string[] {
+  const found: string[] = [];
+  for (const pair of text.split('&')) {
+    const raw = pair.split('=', 1)[0] ?? '';
+    let key: string;
+    try {
+      key = decodeURIComponent(raw.replaceAll('+', ' '));
+    } catch {
+      continue;
+    }
+    if (
+      key
+        .split(/[[\]]/)
+        .some((part) => part !== '' && (part === '__proto__' || Object.hasOwn(Object.prototype, part)))
+    ) {
+      found.push(key.slice(0, 60));
+      if (found.length === 3) break;
+    }
+  }
+  return found;
+}
+
+function droppedKeys(part: unknown): string[] | undefined {
+  if (typeof part !== 'object' || part === null) return undefined;
+  return (part as { [DROPPED_KEYS]?: string[] })[DROPPED_KEYS];
+}
+
 function problem(text: string): string | undefined {
   if (text.includes('\u0000')) return 'contains a NUL character (\\u0000); remove it';
   if (!text.isWellFormed()) return 'is not well-formed Unicode (a lone surrogate); send valid UTF-8 text';
@@ -61,6 +96,14 @@ export function rejectUnstorableText(
     findBadText(request.query, '', 0) ??
     findBadText(request.body, '', 0);
   if (!found) {
+    const dropped = droppedKeys(request.query) ?? droppedKeys(request.body);
+    if (dropped) {
+      const message =
+        'is not a parameter name this API knows (names of Object.prototype members are refused)';
+      const details = dropped.map((field) => ({ field, message }));
+      done(new ApiError('invalid_request', `Invalid ${dropped.join(', ')}: ${message}.`, details));
+      return;
+    }
     done();
     return;
   }

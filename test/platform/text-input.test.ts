@@ -79,6 +79,32 @@ for (const dialect of testDialects()) {
       assert.equal(await count('networks'), 0);
     });
 
+    it('refuses parameter names that are Object.prototype members instead of dropping them', async () => {
+      const cases = [
+        { url: '/tags?filterby[constructor][eq]=a', field: 'filterby[constructor][eq]' },
+        { url: '/tags?sortby[toString]=asc', field: 'sortby[toString]' },
+        { url: '/tags?filterby[name][__proto__]=x', field: 'filterby[name][__proto__]' },
+        { url: '/tags?%5F%5Fproto%5F%5F[x]=1', field: '__proto__[x]' },
+      ];
+      for (const c of cases) {
+        const res = await t.inject({ method: 'GET', url: c.url, token: t.guest });
+        assert.equal(res.statusCode, 400, `${c.url}: ${res.body}`);
+        assert.equal(body(res).error.code, 'invalid_request', c.url);
+        assert.equal(body(res).error.details[0].field, c.field, c.url);
+      }
+      const form = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: alice.token,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'body=hello&constructor[x]=1',
+      });
+      assert.equal(form.statusCode, 400, form.body);
+      const ok = await t.inject({ method: 'GET', url: '/tags?filterby[name][like]=con%25', token: t.guest });
+      assert.equal(ok.statusCode, 200, 'names that merely contain such words are fine');
+      assert.equal(await count('posts'), 0);
+    });
+
     it('refuses a lone surrogate with 400', async () => {
       const res = await t.inject({
         method: 'POST',
