@@ -14,6 +14,7 @@ import { writePathMigration } from './migrations/0010-write-path.ts';
 import { searchMessagePartiesMigration } from './migrations/0011-search-message-parties.ts';
 import { searchVocabMigration } from './migrations/0012-search-vocab.ts';
 import { tagStandaloneMigration } from './migrations/0013-tag-standalone.ts';
+import { searchKindGinMigration } from './migrations/0014-search-kind-gin.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -31,6 +32,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0011-search-message-parties': searchMessagePartiesMigration(dialect),
     '0012-search-vocab': searchVocabMigration(dialect),
     '0013-tag-standalone': tagStandaloneMigration(),
+    '0014-search-kind-gin': searchKindGinMigration(dialect),
   };
 }
 

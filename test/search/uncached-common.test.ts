@@ -31,6 +31,7 @@ for (const dialect of testDialects()) {
     let reader: TestUser;
     let sender: TestUser;
     let relayer: TestUser;
+    const nebulae: string[] = [];
     const standard = { ...searchTuning };
     // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
     const uuids = (items: any[]) => items.map((i) => i.uuid as string);
@@ -55,6 +56,17 @@ for (const dialect of testDialects()) {
       const post = async (body: string) =>
         (await call(t, 'POST', '/posts', writer.token, { body, visibility: 'public' })).uuid as string;
       strong = await post('orbit orbit orbit');
+      // Comments: 6 with a word rare among them, each after 3 posts, then 25 without it (the recent window of the
+      // comment column). Below that window the column walks a sparse word of one kind (GIN first on PostgreSQL).
+      const thread = await post('a thread');
+      for (let i = 0; i < 6; i++) {
+        for (let j = 0; j < 3; j++) await post(`between ${i} ${j}`);
+        nebulae.push(
+          (await call(t, 'POST', `/posts/${thread}/comments`, writer.token, { body: `nebula ${i}` })).uuid,
+        );
+      }
+      for (let i = 0; i < 25; i++)
+        await call(t, 'POST', `/posts/${thread}/comments`, writer.token, { body: `later ${i}` });
       // Comets: 40 older matches, then 30 documents without the word (the newest 20 of them are the recent window).
       // Between them, a block of 12 messages between two others, with the word: only their two sides see them, and a
       // walk for anyone else skips their ids.
@@ -103,6 +115,32 @@ for (const dialect of testDialects()) {
       assert.equal(found[0], strong);
       // The sender still finds every message of theirs, newer than every post, besides the posts.
       assert.equal((await search('orbit', sender.token)).length, 29);
+    });
+
+    it('a word rare in one kind gives the same column however the older ids are walked', async () => {
+      for (const token of [t.guest, reader.token]) {
+        const full: string[][] = [];
+        for (const chunking of CHUNKINGS) {
+          Object.assign(searchTuning, chunking);
+          for (const limit of [2, 6, 10]) {
+            const url = `/search/types?query=nebula&limit=${limit}`;
+            const column = uuids((await call(t, 'GET', url, token)).comment);
+            assert.equal(column.length, Math.min(limit, nebulae.length), url);
+            assert.ok(
+              column.every((uuid) => nebulae.includes(uuid)),
+              url,
+            );
+            if (limit >= nebulae.length) full.push(column);
+          }
+        }
+        Object.assign(searchTuning, TUNING, {
+          olderChunk: standard.olderChunk,
+          densitySample: standard.densitySample,
+        });
+        // Every tuning and limit finds all of them, in the same order.
+        assert.deepEqual(new Set(full[0]), new Set(nebulae));
+        for (const column of full) assert.deepEqual(column, full[0]);
+      }
     });
 
     it('the walk below the recent window in chunks gives the same pages as one walk', async () => {

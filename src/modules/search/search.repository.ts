@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, PG_STEMMERS, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
+import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { tagVisibleTo } from '../tag-association/tag-association.repository.ts';
 import { type FtsKinds, ftsMatch, isPrefixTerm, LONGEST_PREFIX_INDEX } from './search.query.ts';
@@ -198,6 +199,13 @@ export interface IdWalk {
    */
   forceWalk?: boolean | undefined;
   /**
+   * PostgreSQL: find every match of the range through the kind's own GIN index first (KIND_GIN_KINDS), then sort
+   * them by id, for a single-kind walk the caller found sparse: the planner would walk ids backwards to its LIMIT,
+   * crossing every other kind's documents on the way (docs/search.md, "Rare words in one kind on PostgreSQL").
+   * Ignored elsewhere, and when forceWalk is set.
+   */
+  ginFirst?: boolean | undefined;
+  /**
    * Also read title and body (the ranked candidates need them). Rows that are only paged through or skipped leave
    * them out: the text is most of a row's bytes, and PostgreSQL computes the select list of every skipped row too.
    */
@@ -259,6 +267,7 @@ interface PgWalkRange {
   beforeId?: number | undefined;
   afterId?: number | undefined;
   forceWalk?: boolean | undefined;
+  ginFirst?: boolean | undefined;
   withText?: boolean | undefined;
 }
 
@@ -289,10 +298,14 @@ function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: numbe
   const matched = walk.forceWalk
     ? sql`ts_match_vq(d.tsv, ${tsquery(match)})`
     : sql`d.tsv @@ ${tsquery(match)}`;
-  return sql`
+  const rows = sql`
     select ${walkColumns(walk.withText)} from search_docs d
-    where ${matched} ${before} ${after} and ${scopeCondition(scope)}
-    order by d.id ${dir}`;
+    where ${matched} ${before} ${after} and ${scopeCondition(scope)}`;
+  if (walk.ginFirst && !walk.forceWalk && scope.kinds.length === 1 && isKindGin(scope.kinds[0])) {
+    // Materialized, the matches are planned without the LIMIT: the kind's GIN index, every match, then the sort.
+    return sql`with m as materialized (${rows}) select * from m order by m.id ${dir}`;
+  }
+  return sql`${rows} order by d.id ${dir}`;
 }
 
 /**
@@ -317,6 +330,16 @@ async function pgWalkCounted(
     order by s.rn`.execute(db);
   const total = Number(r.rows[0]?.n ?? 0);
   return { rows: r.rows.filter((row) => Number(row.rn) > offset).map(toCandidate), total };
+}
+
+/** Whether a kind has a GIN index of its own on PostgreSQL (migration 0014-search-kind-gin). */
+function isKindGin(kind: DocKind | undefined): boolean {
+  return (KIND_GIN_KINDS as readonly string[]).includes(kind ?? '');
+}
+
+/** Whether a walk of these kinds can take the GIN-first plan (IdWalk.ginFirst). */
+export function hasKindGin(kinds: readonly DocKind[]): boolean {
+  return kinds.length === 1 && isKindGin(kinds[0]);
 }
 
 /** At most this many documents of one kind in a bounded id range are walked rather than looked up in GIN. */
@@ -423,7 +446,8 @@ export async function findMatchesById(
     ) {
       // Entirely below `walkAbove` (or ascending): older documents, where a query is rarer; the planner decides,
       // unless the kind has few documents there (see fewDocsOfKind).
-      const forceWalk = walk.forceWalk || (await fewDocsOfKind(db, scope.kinds, walk));
+      // A sparse single-kind walk goes GIN first (ginFirst) whatever the kind's size: its matches are few either way.
+      const forceWalk = walk.forceWalk || (!walk.ginFirst && (await fewDocsOfKind(db, scope.kinds, walk)));
       return pgWalk(db, match, scope, { ...walk, forceWalk }, walk.offset, walk.limit);
     }
     const recent = await pgWalkCounted(

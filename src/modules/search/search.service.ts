@@ -248,7 +248,10 @@ async function exactDocs(
       }),
     );
   }
-  const walk = (limit: number, range: { beforeId?: number; afterId?: number; forceWalk?: boolean }) =>
+  const walk = (
+    limit: number,
+    range: { beforeId?: number; afterId?: number; forceWalk?: boolean; ginFirst?: boolean },
+  ) =>
     repo.findMatchesById(db, dialect, match, scope, {
       direction: 'desc',
       walkAbove: recent,
@@ -281,7 +284,12 @@ async function exactDocs(
       const dense = (await repo.countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
       const lo = dense ? Math.max(lowest - 1, hi - 1 - size) : lowest - 1;
       const forceWalk = lo >= lowest;
-      found = found.concat(await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk }));
+      // Sparse, one kind with a GIN index of its own (comments, users): every match of the kind, then the sort, not
+      // a backward walk across the other kinds' ids to the limit (docs/search.md, "Rare words in one kind").
+      const ginFirst = !dense && repo.hasKindGin(kinds);
+      found = found.concat(
+        await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk, ginFirst }),
+      );
       hi = lo + 1;
     }
     return found;
