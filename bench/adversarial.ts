@@ -77,12 +77,16 @@ async function warmDatabase(db: Kysely<Database>, dialect: 'sqlite' | 'postgres'
     }
   } else {
     await sql`create extension if not exists pg_prewarm`.execute(db);
-    const r = await sql<{ blocks: string }>`
-      select coalesce(sum(pg_prewarm(r.oid, 'read')), 0) as blocks from (
-        select oid from pg_class where relnamespace = 'public'::regnamespace and relkind in ('r', 'i')
-        union all
-        select reltoastrelid from pg_class where relnamespace = 'public'::regnamespace and reltoastrelid <> 0
-      ) r`.execute(db);
+    // Reading 7 GB from disk takes longer than the connection's statement timeout (10 s, src/db/connect.ts).
+    const r = await db.transaction().execute(async (trx) => {
+      await sql`set local statement_timeout = 0`.execute(trx);
+      return sql<{ blocks: string }>`
+        select coalesce(sum(pg_prewarm(r.oid, 'read')), 0) as blocks from (
+          select oid from pg_class where relnamespace = 'public'::regnamespace and relkind in ('r', 'i')
+          union all
+          select reltoastrelid from pg_class where relnamespace = 'public'::regnamespace and reltoastrelid <> 0
+        ) r`.execute(trx);
+    });
     bytes = Number(r.rows[0]?.blocks ?? 0) * 8192;
   }
   return `read ${Math.round(bytes / 2 ** 20)} MB in ${Math.round(performance.now() - started)} ms`;
