@@ -13,6 +13,7 @@ import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { DROPPED_KEYS, prototypeKeysIn, rejectUnstorableText } from './http/text-input.ts';
+import { lowerCaseUuids } from './http/uuid-case.ts';
 import accessPlugin from './modules/auth/access.plugin.ts';
 import { modules } from './modules/index.ts';
 import metricsPlugin from './plugins/metrics.plugin.ts';
@@ -110,6 +111,8 @@ export async function buildApp(
   });
   // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
   app.addHook('preHandler', rejectUnstorableText);
+  // Uuids in any case find what their lower-case spelling finds, on every route.
+  app.addHook('preHandler', lowerCaseUuids);
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string' },
