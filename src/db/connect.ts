@@ -6,6 +6,7 @@ import type { Database, Dialect } from './database.ts';
 import { registerDirectVersionReader } from './exact-cache.ts';
 import type { GroupCommitOptions, GroupCommitStats } from './group-commit.ts';
 import { ReaderPool, ReaderPoolDialect } from './reader-pool.ts';
+import { RetryingKysely } from './retrying-kysely.ts';
 import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-driver.ts';
 
 /** An open database with the engine it runs on. */
@@ -102,7 +103,7 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
   // A client checked out of the pool has no error listener: a backend terminated mid-query (restart, failover,
   // pg_terminate_backend) would emit an unhandled 'error' and kill the process. The query itself still rejects.
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new RetryingKysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
     readDb: db,

@@ -1,0 +1,36 @@
+import { Kysely, type Transaction, type TransactionBuilder } from 'kysely';
+
+/** PostgreSQL errors after which a transaction can run again as it was: deadlock, serialization failure. */
+const RETRYABLE = new Set(['40P01', '40001']);
+/** Runs of one transaction at most (the first and two retries). */
+const ATTEMPTS = 3;
+
+function retryable(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && RETRYABLE.has(String((err as { code?: unknown }).code));
+}
+
+/**
+ * Kysely whose transactions run again when PostgreSQL aborts them to break a deadlock (docs/reliability.md,
+ * "Deadlocks"): the server rolls back one of the two, and running it again after the other committed is what it
+ * asks for. Every transaction of the API is a function of its inputs and the database (events run inside it), so a
+ * second run is the same write. Until then a user deleted while writing made their own write answer 503.
+ */
+export class RetryingKysely<DB> extends Kysely<DB> {
+  override transaction(): TransactionBuilder<DB> {
+    const builder = super.transaction();
+    const execute = builder.execute.bind(builder);
+    return Object.assign(builder, {
+      async execute<T>(callback: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await execute(callback);
+          } catch (err) {
+            if (attempt >= ATTEMPTS || !retryable(err)) throw err;
+            // The other transaction is committing or waiting on the lock it won: give it a moment, a random one.
+            await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10 * attempt));
+          }
+        }
+      },
+    });
+  }
+}
