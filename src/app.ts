@@ -11,6 +11,7 @@ import { EventBus } from './events/bus.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import { rejectMistypedJson } from './http/json-types.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { DROPPED_KEYS, prototypeKeysIn, rejectUnstorableText } from './http/text-input.ts';
 import { lowerCaseUuids } from './http/uuid-case.ts';
@@ -111,6 +112,8 @@ export async function buildApp(
   });
   // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
   app.addHook('preHandler', rejectUnstorableText);
+  // JSON fields of the wrong JSON type: a 400 before the validator coerces them (it must, for query strings and forms).
+  app.addHook('preValidation', rejectMistypedJson);
   // Uuids in any case find what their lower-case spelling finds, on every route.
   app.addHook('preHandler', lowerCaseUuids);
   app.addContentTypeParser(
