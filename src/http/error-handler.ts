@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isForeignKeyViolation } from '../db/errors.ts';
 import { nowSeconds } from './envelope.ts';
 import { ApiError, type ErrorDetail } from './errors.ts';
+import { VISIBLE_TEXT } from './schemas.ts';
 
 interface AjvError {
   instancePath: string;
@@ -139,6 +140,7 @@ function messageOf(e: AjvError, context: string | undefined, schema: SchemaNode 
     case 'maximum':
       return `must be at most ${e.params.limit}${hint}`;
     case 'pattern':
+      if (e.params.pattern === VISIBLE_TEXT) return 'must contain a visible character, not only spaces';
       return described
         ? `has characters that are not allowed here: ${described}`
         : `must match the pattern ${e.params.pattern}`;

@@ -13,3 +13,14 @@ export const UuidSchema = Type.String({ ...UUID_OPTIONS, description: 'A uuid.' 
 export function uuidSchema(description: string) {
   return Type.String({ ...UUID_OPTIONS, description });
 }
+
+/**
+ * Pattern of text that has something to read: one character that is neither white space nor an invisible format
+ * character (zero-width space, joiners, word joiner). A post of 5,000 spaces was accepted before.
+ */
+export const VISIBLE_TEXT = '[^\\s\\u200B-\\u200D\\u2060]';
+
+/** Free text of 1 to `max` characters with at least one visible character (VISIBLE_TEXT). */
+export function visibleTextSchema(max: number, description: string) {
+  return Type.String({ minLength: 1, maxLength: max, pattern: VISIBLE_TEXT, description });
+}

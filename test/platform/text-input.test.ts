@@ -105,6 +105,37 @@ for (const dialect of testDialects()) {
       assert.equal(await count('posts'), 0);
     });
 
+    it('refuses text with nothing visible in it (spaces, zero-width characters) with 400, storing nothing', async () => {
+      const before = await count('posts');
+      const blank = ' '.repeat(500);
+      const invisible = '\u200b\u200c\u200d\u2060 \n\t';
+      for (const c of [
+        { url: '/posts', payload: { body: blank } },
+        { url: '/posts', payload: { body: invisible } },
+        { url: '/networks', payload: { name: '   ' } },
+        { url: '/messages', payload: { recipient_uuid: bob.uuid, body: '\n\n' } },
+      ]) {
+        const res = await t.inject({ method: 'POST', url: c.url, token: alice.token, payload: c.payload });
+        assert.equal(res.statusCode, 400, `${c.url}: ${res.body}`);
+        assert.match(body(res).error.details[0].message, /visible character/);
+      }
+      const ok = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: alice.token,
+        payload: { body: '  a  ' },
+      });
+      assert.equal(ok.statusCode, 201, 'one visible character is enough');
+      assert.equal(await count('posts'), before + 1);
+      // The later cases of this file count posts from zero.
+      const del = await t.inject({
+        method: 'POST',
+        url: `/posts/${body(ok).data.uuid}/delete`,
+        token: alice.token,
+      });
+      assert.equal(del.statusCode, 200, del.body);
+    });
+
     it('refuses a lone surrogate with 400', async () => {
       const res = await t.inject({
         method: 'POST',

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
+import { UuidSchema, uuidSchema, visibleTextSchema } from '../../http/schemas.ts';
 import { BODY_MAX } from '../post/post.schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
@@ -27,11 +27,7 @@ export const CommentParams = Type.Object(
   { additionalProperties: false },
 );
 
-const Body = Type.String({
-  minLength: 1,
-  maxLength: BODY_MAX,
-  description: `Text, 1 to ${BODY_MAX} characters.`,
-});
+const Body = visibleTextSchema(BODY_MAX, `Text, 1 to ${BODY_MAX} characters, not only spaces.`);
 
 /** Body of POST /posts/{uuid}/comments. */
 export const CreateCommentBody = Type.Object(

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { pagingQuery } from '../../http/paging.ts';
-import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
+import { UuidSchema, uuidSchema, visibleTextSchema } from '../../http/schemas.ts';
 import { BODY_MAX } from '../post/post.schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
@@ -31,11 +31,7 @@ export const MessageParams = Type.Object(
 export const CreateMessageBody = Type.Object(
   {
     recipient_uuid: uuidSchema('The user to send the message to.'),
-    body: Type.String({
-      minLength: 1,
-      maxLength: BODY_MAX,
-      description: `Text, 1 to ${BODY_MAX} characters.`,
-    }),
+    body: visibleTextSchema(BODY_MAX, `Text, 1 to ${BODY_MAX} characters, not only spaces.`),
     language: Type.Optional(languageSchema),
   },
   { additionalProperties: false },

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
+import { UuidSchema, uuidSchema, visibleTextSchema } from '../../http/schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
 /** Who may see an item: everyone, the owner's confirmed friends (and the owner), or the owner alone. */
@@ -39,11 +39,7 @@ export const PostParams = Type.Object(
   { additionalProperties: false },
 );
 
-const Body = Type.String({
-  minLength: 1,
-  maxLength: BODY_MAX,
-  description: `Text, 1 to ${BODY_MAX} characters.`,
-});
+const Body = visibleTextSchema(BODY_MAX, `Text, 1 to ${BODY_MAX} characters, not only spaces.`);
 
 /** Body of POST /posts. */
 export const CreatePostBody = Type.Object(
