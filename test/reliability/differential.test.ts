@@ -379,6 +379,11 @@ describe('differential: SQLite and PostgreSQL answer alike', {
       0,
       `${differences.length} of ${requests.length} answers differ (seed ${SEED})`,
     );
-    assert.ok((statuses.get(200) ?? 0) > requests.length / 2, 'most requests were valid and answered 200');
+    // The generator mixes valid and invalid parameters; about half of its requests are valid (499 and 500 of 1,000
+    // for seed 80729348, which failed a "more than half" bound). Two in five keep the comparison of real answers.
+    assert.ok(
+      (statuses.get(200) ?? 0) >= requests.length * 0.4,
+      'at least two in five requests were valid and answered 200',
+    );
   });
 });
