@@ -3,7 +3,8 @@ import { ApiError, type ErrorDetail } from './errors.ts';
 
 const MAX_DEPTH = 8;
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+/** A parsed JSON, query or form object, or the router's params: never an array, stream or file. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null) return false;
   const proto = Object.getPrototypeOf(value);
   // Path parameters come from the router as an object whose prototype is itself a null-prototype object.

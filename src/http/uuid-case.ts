@@ -1,16 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isPlainObject } from './text-input.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Names of parameters and fields that hold uuids: `uuid`, `user_uuid`, `uuids`, `exclude_user_uuids`. */
 const UUID_NAME = /(^|_)uuids?$/;
 const MAX_DEPTH = 4;
-
-/** Parsed JSON, query and form objects, and the router's params; never a stream or file of a multipart body. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
-}
 
 /** A uuid, or a comma list of them (`uuids=`), in lower case; anything else unchanged. */
 function lower(value: string): string {
@@ -25,7 +19,7 @@ function lower(value: string): string {
  */
 function lowerUuids(part: unknown, uuidContext: boolean, depth: number): void {
   if (!isPlainObject(part) || depth > MAX_DEPTH) return;
-  const record = part as Record<string, unknown>;
+  const record = part;
   for (const key of Object.keys(record)) {
     const value = record[key];
     const named = uuidContext || UUID_NAME.test(key);

@@ -116,6 +116,11 @@ function kindFilter(kinds: readonly DocKind[]): FtsKinds {
   return others.length < kinds.length ? { except: others } : { only: kinds };
 }
 
+/** The FTS5 MATCH text of a match (ftsMatch), with its long last word's expansion when it has one. */
+function matchText(match: Match, kinds: FtsKinds, lastPrefix = true): string {
+  return ftsMatch(match.terms, kinds, lastPrefix, match.prefixWords);
+}
+
 /** Kinds whose documents are public whatever their source (SQLITE_DOC_SOURCES: users and networks). */
 const PUBLIC_KINDS: readonly DocKind[] = ['user', 'network'];
 
@@ -301,7 +306,7 @@ function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: numbe
   const rows = sql`
     select ${walkColumns(walk.withText)} from search_docs d
     where ${matched} ${before} ${after} and ${scopeCondition(scope)}`;
-  if (walk.ginFirst && !walk.forceWalk && scope.kinds.length === 1 && isKindGin(scope.kinds[0])) {
+  if (walk.ginFirst && !walk.forceWalk && hasKindGin(scope.kinds)) {
     // Materialized, the matches are planned without the LIMIT: the kind's GIN index, every match, then the sort.
     return sql`with m as materialized (${rows}) select * from m order by m.id ${dir}`;
   }
@@ -332,14 +337,9 @@ async function pgWalkCounted(
   return { rows: r.rows.filter((row) => Number(row.rn) > offset).map(toCandidate), total };
 }
 
-/** Whether a kind has a GIN index of its own on PostgreSQL (migration 0014-search-kind-gin). */
-function isKindGin(kind: DocKind | undefined): boolean {
-  return (KIND_GIN_KINDS as readonly string[]).includes(kind ?? '');
-}
-
-/** Whether a walk of these kinds can take the GIN-first plan (IdWalk.ginFirst). */
+/** Whether a walk of these kinds can take the GIN-first plan (IdWalk.ginFirst): one kind with a GIN index of its own. */
 export function hasKindGin(kinds: readonly DocKind[]): boolean {
-  return kinds.length === 1 && isKindGin(kinds[0]);
+  return kinds.length === 1 && (KIND_GIN_KINDS as readonly string[]).includes(kinds[0] ?? '');
 }
 
 /** At most this many documents of one kind in a bounded id range are walked rather than looked up in GIN. */
@@ -487,7 +487,7 @@ export async function findMatchesById(
     const r = await sql<CandidateRow>`
       select ${walkColumns(walk.withText)} from (
         select ${rowid} as id from ${sql.table(table)}
-        where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords)} ${before} ${after}
+        where ${sql.table(table)} match ${matchText(match, ftsKinds(scope), lastPrefix)} ${before} ${after}
         order by ${rowid} ${dir} limit ${walk.limit} offset ${walk.offset}) f
       join search_docs d on d.id = f.id
       where ${where}
@@ -495,7 +495,7 @@ export async function findMatchesById(
     return r.rows.map(toCandidate);
   }
   const walked = tables.map(({ table, lastPrefix }) => {
-    const text = ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords);
+    const text = matchText(match, ftsKinds(scope), lastPrefix);
     const rowid = sql.ref(`${table}.rowid`);
     const before = walk.beforeId === undefined ? sql`` : sql`and ${rowid} < ${rowidValue(walk.beforeId)}`;
     const after = walk.afterId === undefined ? sql`` : sql`and ${rowid} > ${rowidValue(walk.afterId)}`;
@@ -617,7 +617,7 @@ export async function mayHaveMoreThan(
   const capped = ftsTables(match).map(({ table, lastPrefix }) => {
     const rowid = sql.ref(`${table}.rowid`);
     return sql`select rowid from (select ${rowid} as rowid from ${sql.table(table)}
-      where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords)}
+      where ${sql.table(table)} match ${matchText(match, ftsKinds(scope), lastPrefix)}
         and ${rowid} > ${rowidValue(range.afterId)} and ${rowid} < ${rowidValue(range.beforeId)}
       order by ${rowid} desc limit ${n + 1})`;
   });
@@ -652,7 +652,7 @@ export async function countMatchesIn(
             limit ${cap}) s`.execute(db)
       : await sql<{ n: number | string }>`
           select count(*) as n from (
-            select rowid from search_fts where search_fts match ${ftsMatch(plain.terms, kindFilter(kinds), true, plain.prefixWords)}
+            select rowid from search_fts where search_fts match ${matchText(plain, kindFilter(kinds))}
               and rowid > ${rowidValue(range.afterId)} and rowid <= ${rowidValue(range.toId)}
             order by rowid desc limit ${cap}) s`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
@@ -742,7 +742,7 @@ export async function findMatchesOrdered(
   } else {
     const selects = ftsTables(match).map(
       ({ table, lastPrefix }) =>
-        sql`select rowid from ${sql.table(table)} where ${sql.table(table)} match ${ftsMatch(match.terms, ftsKinds(scope), lastPrefix, match.prefixWords)}`,
+        sql`select rowid from ${sql.table(table)} where ${sql.table(table)} match ${matchText(match, ftsKinds(scope), lastPrefix)}`,
     );
     matched = sql`d.id in (${sql.join(selects, sql` union `)})`;
   }

@@ -78,6 +78,16 @@ function visibleParts(viewer: string | null): Expression<SqlBool>[] {
 }
 
 /**
+ * The tags visible to everybody whatever their uses: emotions, and tags made through tags.create (standalone) while
+ * they have no association. `tagTable` as in tagVisibleTo.
+ */
+export function visibleWithoutUse(tagTable: string): RawBuilder<SqlBool> {
+  const uuid = sql.ref(`${tagTable}.uuid`);
+  return sql<SqlBool>`(${sql.ref(`${tagTable}.tag_type`)} = 'emotion' or (${sql.ref(`${tagTable}.standalone`)} = 1
+    and not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid})))`;
+}
+
+/**
  * A tag is visible to `viewer` (null for a guest) when it is an emotion, was made through tags.create (standalone)
  * and has no association at all, or has at least one association whose target the viewer may see (targetVisibleTo): a hashtag or
  * mention used only in private posts does not exist for anyone else. Each test probes the tag's own index entries,
@@ -88,12 +98,9 @@ function visibleParts(viewer: string | null): Expression<SqlBool>[] {
  */
 export function tagVisibleTo(viewer: string | null, tagTable: string): Expression<SqlBool> {
   const uuid = sql.ref(`${tagTable}.uuid`);
-  const tagType = sql.ref(`${tagTable}.tag_type`);
   const has = (cond: Expression<SqlBool>) =>
     sql<SqlBool>`exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid} and ${cond})`;
-  const standalone = sql.ref(`${tagTable}.standalone`);
-  const guest = sql<SqlBool>`${tagType} = 'emotion' or ${has(sql`ta.audience = 'public'`)}
-    or (${standalone} = 1 and not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid}))`;
+  const guest = sql<SqlBool>`${visibleWithoutUse(tagTable)} or ${has(sql`ta.audience = 'public'`)}`;
   if (viewer === null) return sql<SqlBool>`(${guest})`;
   // A plain EXISTS for the friends here, not isFriendOf: over a whole tag list PostgreSQL's plan of it (per tag, the
   // viewer's friends hashed once) is the cheap one; isFriendOf's made it hash every friends-only use of every tag

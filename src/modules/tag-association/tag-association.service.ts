@@ -161,12 +161,15 @@ function isReaction(tagType: string, targetType: string): targetType is Reaction
   return tagType === 'emotion' && (targetType === 'post' || targetType === 'comment');
 }
 
+/** A reaction's association, as its events name it. */
+type ReactionRow = { uuid: string; user_uuid: string; target_uuid: string; target_type: ReactionKind };
+
 /** Emits a reaction's event; `author` is the content's author (null when the content is gone). */
 async function emitReaction(
   ctx: Context,
   trx: Db,
   name: 'emotionCreated' | 'emotionDeleted',
-  row: { uuid: string; user_uuid: string; target_uuid: string; target_type: ReactionKind },
+  row: ReactionRow,
   emotion: string,
   author: string | null,
 ): Promise<void> {
@@ -177,6 +180,12 @@ async function emitReaction(
     targetType: row.target_type,
     data: { emotion, author_uuid: author, association_uuid: row.uuid },
   });
+}
+
+/** emotionDeleted for a reaction about to be removed: before the row goes, so subscribers can still read it. */
+async function emitReactionDeleted(ctx: Context, trx: Db, row: ReactionRow, emotion: string): Promise<void> {
+  const target = await findTarget(trx, row.target_type, row.target_uuid);
+  await emitReaction(ctx, trx, 'emotionDeleted', row, emotion, target?.user_uuid ?? null);
 }
 
 function duplicate(existing: TagAssociationRow): ApiError {
@@ -279,10 +288,7 @@ export async function deleteAssociation(ctx: Context, uuid: string): Promise<voi
     const row = await findAssociationByUuid(trx, uuid.toLowerCase());
     const tag = row && (await findTagByUuid(trx, row.tag_uuid));
     if (row && tag && isReaction(tag.tag_type, row.target_type)) {
-      // As unreact: the event goes out before the row is removed, so subscribers can still read it.
-      const target = await findTarget(trx, row.target_type, row.target_uuid);
-      const reaction = { ...row, target_type: row.target_type };
-      await emitReaction(ctx, trx, 'emotionDeleted', reaction, tag.name_key, target?.user_uuid ?? null);
+      await emitReactionDeleted(ctx, trx, { ...row, target_type: row.target_type }, tag.name_key);
     }
     const removed = await deleteAssociationsByUuids(trx, [uuid.toLowerCase()]);
     if (removed.length === 0) throw objectNotFound('tag association');
@@ -303,8 +309,9 @@ export async function updateAssociation(
   return ctx.db.transaction().execute(async (trx) => {
     const row = await findAssociationByUuid(trx, uuid.toLowerCase());
     if (!row) throw objectNotFound('tag association');
-    const tagUuid =
-      input.tag_uuid !== undefined ? (await visibleTag(trx, input.tag_uuid, caller)).uuid : row.tag_uuid;
+    const oldTag = await findTagByUuid(trx, row.tag_uuid);
+    const newTag = input.tag_uuid !== undefined ? await visibleTag(trx, input.tag_uuid, caller) : oldTag;
+    const tagUuid = newTag?.uuid ?? row.tag_uuid;
     let targetUuid = row.target_uuid;
     let language = row.language;
     const targetType = input.target_type ?? (row.target_type as AssociationTargetType);
@@ -313,10 +320,10 @@ export async function updateAssociation(
       targetUuid = target.uuid;
       language = target.language;
     }
-    const oldTag = await findTagByUuid(trx, row.tag_uuid);
-    const newTag = tagUuid === row.tag_uuid ? oldTag : await findTagByUuid(trx, tagUuid);
-    const oldType = oldTag?.tag_type ?? '';
-    if (isReaction(oldType, row.target_type) || isReaction(newTag?.tag_type ?? '', targetType)) {
+    if (
+      isReaction(oldTag?.tag_type ?? '', row.target_type) ||
+      isReaction(newTag?.tag_type ?? '', targetType)
+    ) {
       // A reaction's karma follows its emotion, target and author: moving it would leave them behind.
       throw new ApiError(
         'invalid_request',
@@ -378,13 +385,7 @@ export async function react(
     }
     // Subscribers (karma) lock the author's row first, as on every other write, then the tag row is counted:
     // one lock order everywhere keeps PostgreSQL free of deadlocks.
-    await ctx.bus.emit(trx, {
-      name: 'emotionCreated',
-      actorUuid: caller,
-      targetUuid: target.uuid,
-      targetType: kind,
-      data: { emotion: tag.name_key, author_uuid: target.user_uuid, association_uuid: row.uuid },
-    });
+    await emitReaction(ctx, trx, 'emotionCreated', row, tag.name_key, target.user_uuid);
     await adjustTagCounts(trx, ctx.dialect, deltas(added, []));
     return { association: toApi(row), created: true };
   });
@@ -404,15 +405,7 @@ export async function unreact(
     if (!tag || !row || row.target_type !== kind) {
       throw new ApiError('object_not_found', `You have no ${emotion} reaction on that ${kind}.`);
     }
-    const target = await findTarget(trx, kind, row.target_uuid);
-    // Deleted events go out before the row is removed, so subscribers can still read it.
-    await ctx.bus.emit(trx, {
-      name: 'emotionDeleted',
-      actorUuid: caller,
-      targetUuid: row.target_uuid,
-      targetType: kind,
-      data: { emotion: tag.name_key, author_uuid: target?.user_uuid ?? null, association_uuid: row.uuid },
-    });
+    await emitReactionDeleted(ctx, trx, { ...row, target_type: kind }, tag.name_key);
     const removed = await deleteAssociationsByUuids(trx, [row.uuid]);
     await adjustTagCounts(trx, ctx.dialect, deltas([], removed));
   });

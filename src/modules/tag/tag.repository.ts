@@ -6,6 +6,7 @@ import {
   splitUuids,
   tagVisibleTo,
   targetVisibleTo,
+  visibleWithoutUse,
 } from '../tag-association/tag-association.repository.ts';
 import { normalizeTagName, TAG_TYPES } from './normalize.ts';
 import type { TagTable } from './tag.table.ts';
@@ -43,12 +44,7 @@ export async function findVisibleTagWithAssociations(
     .selectFrom('tags')
     .selectAll()
     .select(newestAssociationsOf('tags.uuid', perTag, viewer).as('associations'))
-    .select(
-      sql<number | boolean>`(tags.tag_type = 'emotion' or (tags.standalone = 1
-        and not exists (select 1 from tag_associations ta where ta.tag_uuid = tags.uuid)))`.as(
-        'unused_or_emotion',
-      ),
-    )
+    .select(visibleWithoutUse('tags').as('unused_or_emotion'))
     .where('uuid', '=', uuid)
     .executeTakeFirst();
   if (!found) return undefined;
