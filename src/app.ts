@@ -8,6 +8,7 @@ import type { Context } from './context.ts';
 import { connectDatabase, type DbHandle } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events/bus.ts';
+import { answerClientError } from './http/client-error.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
@@ -87,6 +88,7 @@ export async function buildApp(
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     routerOptions: { querystringParser: parseNested, maxParamLength: 200 },
+    clientErrorHandler: answerClientError,
     // The router refuses a malformed URL (bad percent-encoding) or an over-long path parameter before any hook or
     // error handler runs; without this Fastify answers with its own JSON, outside the envelope and the code set.
     frameworkErrors: (error, request, reply) => {

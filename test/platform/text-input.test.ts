@@ -136,6 +136,50 @@ for (const dialect of testDialects()) {
       assert.equal(del.statusCode, 200, del.body);
     });
 
+    it('refuses a display name with nothing visible in it, on registration and on update, storing nothing', async () => {
+      const users = async () =>
+        Number(
+          (
+            await t.ctx.db
+              .selectFrom('users')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      const before = await users();
+      const register = await t.inject({
+        method: 'POST',
+        url: '/users',
+        token: t.guest,
+        payload: {
+          username: 'blank_name',
+          email: 'blank@example.com',
+          password: 'correct horse battery',
+          display_name: '   ',
+        },
+      });
+      assert.equal(register.statusCode, 400, register.body);
+      assert.match(body(register).error.details[0].message, /visible character/);
+      assert.equal(await users(), before);
+      const update = await t.inject({
+        method: 'POST',
+        url: `/users/${alice.uuid}/update`,
+        token: alice.token,
+        payload: { display_name: '\u200b\u2060' },
+      });
+      assert.equal(update.statusCode, 400, update.body);
+      const stored = await t.inject({ method: 'GET', url: `/users/${alice.uuid}`, token: alice.token });
+      assert.notEqual(body(stored).data.display_name, '\u200b\u2060');
+      const named = await t.inject({
+        method: 'POST',
+        url: `/users/${alice.uuid}/update`,
+        token: alice.token,
+        payload: { display_name: ' Alice ' },
+      });
+      assert.equal(named.statusCode, 200, named.body);
+      assert.equal(body(named).data.display_name, ' Alice ');
+    });
+
     it('refuses a lone surrogate with 400', async () => {
       const res = await t.inject({
         method: 'POST',

@@ -108,6 +108,8 @@ for (const dialect of testDialects()) {
         { name: '', tag_type: 'hashtag' },
         { name: 'two words', tag_type: 'hashtag' },
         { name: '123', tag_type: 'hashtag' },
+        { name: '_', tag_type: 'hashtag' },
+        { name: '#___', tag_type: 'mention' },
         { name: 'x'.repeat(101), tag_type: 'hashtag' },
         { name: 'meh', tag_type: 'emotion' },
         { name: 'ok', tag_type: 'colour' },

@@ -11,12 +11,12 @@ describe('tag name rules', () => {
     assert.equal(normalizeTagName('日本語'), '日本語');
   });
 
-  it('finds hashtags at word starts in any script, not digits only, not in links', () => {
+  it('finds hashtags at word starts in any script, not digits or underscores only, not in links', () => {
     const text =
-      '#Café #cafe #日本語 #Москва #123 #1a x#no &#38; http://x.y/#frag https://a.b/c?d#e www.z.org/#w (#ok) #ok_2';
+      '#Café #cafe #日本語 #Москва #123 #1a x#no &#38; http://x.y/#frag https://a.b/c?d#e www.z.org/#w (#ok) #ok_2 #_ #___ #_1';
     assert.deepEqual(
       extractHashtags(text).map((h) => h.name),
-      ['Café', '日本語', 'Москва', '1a', 'ok', 'ok_2'],
+      ['Café', '日本語', 'Москва', '1a', 'ok', 'ok_2', '_1'],
     );
     assert.equal(extractHashtags(`#${'a'.repeat(100)}`).length, 1);
     assert.equal(extractHashtags(`#${'a'.repeat(101)}`).length, 0);

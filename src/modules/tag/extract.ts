@@ -11,6 +11,8 @@ const URL_TOKEN = /(?:\b[a-z][a-z0-9+.-]*:\/\/|\bwww\.)\S*/giu;
 const HASHTAG = /(?<![\p{L}\p{N}\p{M}_#@&/])#([\p{L}\p{N}\p{M}_]+)/gu;
 const MENTION = /(?<![\p{L}\p{N}\p{M}_#@&/.])@([\p{L}\p{N}\p{M}_]+)/gu;
 const ALL_DIGITS = /^\p{N}+$/u;
+/** A tag name needs a letter or a digit: `#_` or `#___` names nothing. */
+export const HAS_LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 function withoutUrls(text: string): string {
   return text.replace(URL_TOKEN, ' ');
@@ -24,14 +26,15 @@ export interface FoundName {
 
 /**
  * The hashtags of a text, first spelling per normalized key, in order of appearance: `#` at a word start, then
- * 1 to 100 letters, digits, combining marks or `_` of any script, not all digits, not inside a URL.
+ * 1 to 100 letters, digits, combining marks or `_` of any script, with a letter or digit but not all digits, not
+ * inside a URL.
  */
 export function extractHashtags(text: string): FoundName[] {
   const out = new Map<string, FoundName>();
   for (const m of withoutUrls(text).matchAll(HASHTAG)) {
     const name = (m[1] as string).normalize('NFC');
     const length = [...name].length;
-    if (length > HASHTAG_MAX_LENGTH || ALL_DIGITS.test(name)) continue;
+    if (length > HASHTAG_MAX_LENGTH || ALL_DIGITS.test(name) || !HAS_LETTER_OR_DIGIT.test(name)) continue;
     const key = normalizeTagName(name);
     if (key === '' || out.has(key)) continue;
     out.set(key, { name, key });

@@ -10,7 +10,7 @@ import {
   deleteAssociationsOfTag,
   findNewestAssociationUuids,
 } from '../tag-association/tag-association.repository.ts';
-import { type FoundName, HASHTAG_MAX_LENGTH } from './extract.ts';
+import { type FoundName, HAS_LETTER_OR_DIGIT, HASHTAG_MAX_LENGTH } from './extract.ts';
 import { EMOTIONS, normalizeTagName, stripTagPrefix, type TagType } from './normalize.ts';
 import {
   countTagRows,
@@ -208,6 +208,7 @@ function validName(raw: string, tagType: TagType): FoundName {
   if (!NAME_CHARS.test(name)) {
     throw invalidField('name', 'may hold letters, digits and _ of any script, without spaces or punctuation');
   }
+  if (!HAS_LETTER_OR_DIGIT.test(name)) throw invalidField('name', 'needs at least one letter or digit');
   const key = normalizeTagName(name);
   if (tagType === 'hashtag' && /^\p{N}+$/u.test(name)) {
     throw invalidField('name', 'a hashtag may not be all digits; add a letter');

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { uuidSchema } from '../../http/schemas.ts';
+import { uuidSchema, visibleTextSchema } from '../../http/schemas.ts';
 import { languageSchema } from './languages.ts';
 
 const UserUuid = uuidSchema('UUID of the user');
@@ -59,7 +59,10 @@ const Password = Type.String({
   maxLength: USER_LIMITS.passwordMax,
   description: '8 to 256 characters, used in full (never truncated)',
 });
-const DisplayName = Type.String({ minLength: 1, maxLength: USER_LIMITS.displayNameMax });
+const DisplayName = visibleTextSchema(
+  USER_LIMITS.displayNameMax,
+  'Name shown instead of the username: 1 to 100 characters, at least one of them visible',
+);
 const Bio = Type.String({ maxLength: USER_LIMITS.bioMax });
 
 /** Body of POST /users. */

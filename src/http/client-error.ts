@@ -1,0 +1,36 @@
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { errorBody } from './error-handler.ts';
+
+/** Node's messages for the HTTP-level failures it reports before any route, hook or error handler can run. */
+const MESSAGES: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: 'The request headers are over the 16 KiB limit; send fewer or shorter headers.',
+  ERR_HTTP_REQUEST_TIMEOUT: 'The request did not arrive in time; send it again.',
+};
+const MALFORMED = 'The request is not well-formed HTTP/1.1.';
+
+/**
+ * Fastify's clientErrorHandler: an over-long header block, a request too slow to arrive or bytes that are not HTTP
+ * get the error envelope like every other refusal, instead of Fastify's own JSON. They are all `invalid_request`
+ * (400): the closed set of codes has no 408 or 431 (docs/decisions.md), and nothing of the request is known yet to
+ * echo, so the request id is a fresh one.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has nobody to answer (https://nodejs.org/api/http.html#event-clienterror).
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const requestId = randomUUID();
+    const message = (err.code && MESSAGES[err.code]) ?? MALFORMED;
+    const body = JSON.stringify(errorBody('invalid_request', message, requestId));
+    socket.write(
+      'HTTP/1.1 400 Bad Request\r\n' +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Cache-Control: no-store\r\n' +
+        `X-Request-Id: ${requestId}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy(err);
+}
