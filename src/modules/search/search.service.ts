@@ -250,7 +250,13 @@ async function exactDocs(
   }
   const walk = (
     limit: number,
-    range: { beforeId?: number; afterId?: number; forceWalk?: boolean; ginFirst?: boolean },
+    range: {
+      beforeId?: number;
+      afterId?: number;
+      forceWalk?: boolean;
+      ginFirst?: boolean;
+      walkAbove?: number | undefined;
+    },
   ) =>
     repo.findMatchesById(db, dialect, match, scope, {
       direction: 'desc',
@@ -308,16 +314,27 @@ async function exactDocs(
     // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
     // walk); rarer queries are left to its GIN plans.
     const forceWalk = newest * DENSE >= fewest * COMMON_SPAN;
-    candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk });
-    if (candidates.length < fewest) {
-      // 3. ... else (a rare query) the newest `most` matches whatever their age.
-      if (recent >= first && dialect === 'postgres') {
-        candidates = candidates.concat(await olderInChunks(most - candidates.length, first, recent));
-      } else if (recent >= first) {
-        const older = await walk(most - candidates.length, { afterId: first - 1, beforeId: recent + 1 });
-        candidates = candidates.concat(older);
+    if (!forceWalk && dialect === 'postgres' && repo.hasKindGin(scope.kinds)) {
+      // Sparse, one kind with a GIN index of its own (comments, users): its newest `most` matches of any age come
+      // from one read of that index, and steps 2 and 3 are cut from them; apart, each step read every match of the
+      // kind again (docs/search.md, "Rare words in one kind on PostgreSQL").
+      const range = { afterId: first - 1, beforeId: last + 1, walkAbove: undefined, ginFirst: true };
+      const all = await walk(most, range);
+      const inRecent = all.filter((c) => c.id > recent);
+      candidates = inRecent.length >= fewest ? inRecent : all;
+      more = inRecent.length >= fewest || all.length === most;
+    } else {
+      candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk });
+      if (candidates.length < fewest) {
+        // 3. ... else (a rare query) the newest `most` matches whatever their age.
+        if (recent >= first && dialect === 'postgres') {
+          candidates = candidates.concat(await olderInChunks(most - candidates.length, first, recent));
+        } else if (recent >= first) {
+          const older = await walk(most - candidates.length, { afterId: first - 1, beforeId: recent + 1 });
+          candidates = candidates.concat(older);
+        }
+        more = candidates.length === most;
       }
-      more = candidates.length === most;
     }
   }
   const c = candidates.length;
