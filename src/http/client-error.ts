@@ -4,7 +4,8 @@ import { errorBody } from './error-handler.ts';
 
 /** Node's messages for the HTTP-level failures it reports before any route, hook or error handler can run. */
 const MESSAGES: Record<string, string> = {
-  HPE_HEADER_OVERFLOW: 'The request headers are over the 16 KiB limit; send fewer or shorter headers.',
+  HPE_HEADER_OVERFLOW:
+    'The request line and headers are over the size limit (16 KiB); send a shorter request.',
   ERR_HTTP_REQUEST_TIMEOUT: 'The request did not arrive in time; send it again.',
 };
 const MALFORMED = 'The request is not well-formed HTTP/1.1.';
@@ -18,7 +19,9 @@ const MALFORMED = 'The request is not well-formed HTTP/1.1.';
 export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   // A reset connection has nobody to answer (https://nodejs.org/api/http.html#event-clienterror).
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable) {
+  // A keep-alive connection may be sending an earlier answer still: bytes written now would land inside its body.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
     const requestId = randomUUID();
     const message = (err.code && MESSAGES[err.code]) ?? MALFORMED;
     const body = JSON.stringify(errorBody('invalid_request', message, requestId));

@@ -49,7 +49,7 @@ for (const dialect of testDialects()) {
       assert.equal(res.header('cache-control'), 'no-store');
       assert.equal(res.body.status, 'ERROR');
       assert.equal(res.body.error.code, 'invalid_request');
-      assert.match(res.body.error.message, /16 KiB/);
+      assert.match(res.body.error.message, /size limit/);
       assert.equal(res.body.error.request_id, res.header('x-request-id'));
       assert.equal(typeof res.body.timestamp, 'number');
       const next = await fetch(`http://127.0.0.1:${port}/health`);

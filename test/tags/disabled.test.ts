@@ -109,7 +109,7 @@ for (const dialect of testDialects()) {
         { name: 'two words', tag_type: 'hashtag' },
         { name: '123', tag_type: 'hashtag' },
         { name: '_', tag_type: 'hashtag' },
-        { name: '#___', tag_type: 'mention' },
+        { name: '#___', tag_type: 'hashtag' },
         { name: 'x'.repeat(101), tag_type: 'hashtag' },
         { name: 'meh', tag_type: 'emotion' },
         { name: 'ok', tag_type: 'colour' },

@@ -366,6 +366,8 @@ async function fewDocsOfKind(
   // A messages-only walk goes through the viewer's sides (pgWalkQuery), never in id order.
   if (kind === undefined || kind === 'messages') return false;
   if (walk.beforeId === undefined || walk.afterId === undefined) return false;
+  // A range of fewer ids than FEW_DOCS holds fewer documents of any kind: no need to count them.
+  if (walk.beforeId - walk.afterId - 1 < FEW_DOCS) return true;
   const r = await sql<{ n: number | string }>`
     select count(*) as n from (
       select 1 from search_docs where kind = ${kind} and id > ${walk.afterId} and id < ${walk.beforeId}

@@ -208,8 +208,11 @@ function validName(raw: string, tagType: TagType): FoundName {
   if (!NAME_CHARS.test(name)) {
     throw invalidField('name', 'may hold letters, digits and _ of any script, without spaces or punctuation');
   }
-  if (!HAS_LETTER_OR_DIGIT.test(name)) throw invalidField('name', 'needs at least one letter or digit');
   const key = normalizeTagName(name);
+  // As extraction reads them; a mention is named after a username, which may be `___`.
+  if (tagType === 'hashtag' && !HAS_LETTER_OR_DIGIT.test(name)) {
+    throw invalidField('name', 'a hashtag needs at least one letter or digit');
+  }
   if (tagType === 'hashtag' && /^\p{N}+$/u.test(name)) {
     throw invalidField('name', 'a hashtag may not be all digits; add a letter');
   }
