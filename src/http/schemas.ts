@@ -15,10 +15,13 @@ export function uuidSchema(description: string) {
 }
 
 /**
- * Pattern of text that has something to read: one character that is neither white space nor an invisible format
- * character (zero-width space, joiners, word joiner). A post of 5,000 spaces was accepted before.
+ * Pattern of text that has something to read: one character that is neither white space nor one of the characters
+ * that show nothing: zero-width space, joiners and word joiner, soft hyphen, direction marks and embeddings, the
+ * byte-order mark, and the blank fillers of Hangul and Braille, used for names that look empty. A post of 5,000
+ * spaces was accepted before.
  */
-export const VISIBLE_TEXT = '[^\\s\\u200B-\\u200D\\u2060]';
+export const VISIBLE_TEXT =
+  '[^\\s\\u00AD\\u115F\\u1160\\u200B-\\u200F\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\u2800\\u3164\\uFEFF\\uFFA0]';
 
 /** Free text of 1 to `max` characters with at least one visible character (VISIBLE_TEXT). */
 export function visibleTextSchema(max: number, description: string) {

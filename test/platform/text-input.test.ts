@@ -108,7 +108,7 @@ for (const dialect of testDialects()) {
     it('refuses text with nothing visible in it (spaces, zero-width characters) with 400, storing nothing', async () => {
       const before = await count('posts');
       const blank = ' '.repeat(500);
-      const invisible = '\u200b\u200c\u200d\u2060 \n\t';
+      const invisible = '\u200b\u200c\u200d\u2060 \n\t\u00ad\u200e\u202e\u2066\u3164\u2800\ufeff\uffa0';
       for (const c of [
         { url: '/posts', payload: { body: blank } },
         { url: '/posts', payload: { body: invisible } },
