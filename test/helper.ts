@@ -185,6 +185,15 @@ export function body(res: LightMyRequestResponse): any {
   return JSON.parse(res.body);
 }
 
+/** How many rows a table holds, for tests that check what a refused request did not store. */
+export async function countRows(db: Kysely<Database>, table: keyof Database & string): Promise<number> {
+  const row = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** Inserts rows 500 to a statement (the engines bound the parameters of one statement). */
 export async function insertInBatches<T extends keyof Database & string>(
   db: Kysely<Database>,

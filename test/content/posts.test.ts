@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { body, countRows, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 /** The error of a response without the parts that differ per request. */
 function errorShape(res: LightMyRequestResponse) {
@@ -123,10 +123,7 @@ for (const dialect of testDialects()) {
     });
 
     it('rejects bad input with 400 and writes nothing', async () => {
-      const before = await t.ctx.db
-        .selectFrom('posts')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .executeTakeFirst();
+      const before = await countRows(t.ctx.db, 'posts');
       const cases = [
         {},
         { body: '' },
@@ -151,11 +148,7 @@ for (const dialect of testDialects()) {
         payload: { body: 'x', network_uuid: '0190a000-0000-7000-8000-000000000000' },
       });
       assert.equal(missingNetwork.statusCode, 404);
-      const after = await t.ctx.db
-        .selectFrom('posts')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .executeTakeFirst();
-      assert.equal(Number(after?.n), Number(before?.n));
+      assert.equal(await countRows(t.ctx.db, 'posts'), before);
       const badUpdate = await t.inject({
         method: 'POST',
         url: `/posts/${posts.public}/update`,

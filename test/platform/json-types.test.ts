@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { body, countRows, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 // src/http/json-types.ts: in a JSON body the client chose each value's type, so a wrong one is a 400; query strings
 // and form bodies, all text, keep the validator's coercion.
@@ -16,15 +16,7 @@ for (const dialect of testDialects()) {
     });
     after(async () => t?.close());
 
-    const count = async (table: 'posts' | 'networks' | 'connections') =>
-      Number(
-        (
-          await t.ctx.db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const count = (table: 'posts' | 'networks' | 'connections') => countRows(t.ctx.db, table);
 
     it('answers 400 naming the field, and stores nothing', async () => {
       const cases = [

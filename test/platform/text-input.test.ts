@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { body, countRows, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 // PostgreSQL refuses NUL characters in text, so every one of these answered 500 there (and stored the text on
 // SQLite): a 400 invalid_request on both engines now, with nothing stored.
@@ -16,13 +16,7 @@ for (const dialect of testDialects()) {
     });
     after(async () => t?.close());
 
-    async function count(table: 'posts' | 'networks' | 'messages' | 'media'): Promise<number> {
-      const row = await t.ctx.db
-        .selectFrom(table)
-        .select((eb) => eb.fn.countAll().as('n'))
-        .executeTakeFirstOrThrow();
-      return Number(row.n);
-    }
+    const count = (table: 'posts' | 'networks' | 'messages' | 'media') => countRows(t.ctx.db, table);
 
     it('refuses a NUL character in bodies and query strings with 400, storing nothing', async () => {
       const cases = [
@@ -137,15 +131,7 @@ for (const dialect of testDialects()) {
     });
 
     it('refuses a display name with nothing visible in it, on registration and on update, storing nothing', async () => {
-      const users = async () =>
-        Number(
-          (
-            await t.ctx.db
-              .selectFrom('users')
-              .select((eb) => eb.fn.countAll().as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
-        );
+      const users = () => countRows(t.ctx.db, 'users');
       const before = await users();
       const register = await t.inject({
         method: 'POST',
