@@ -225,6 +225,17 @@ export interface IdWalk {
 }
 
 /** The select list of a walk: the text only when asked for. */
+/** `and COLUMN < beforeId and COLUMN > afterId`, each only when given; `value` binds the ids (SQLite rowids). */
+function idBounds(
+  column: RawBuilder<unknown>,
+  walk: { beforeId?: number | undefined; afterId?: number | undefined },
+  value: (id: number) => unknown = (id) => id,
+): RawBuilder<unknown> {
+  const before = walk.beforeId === undefined ? sql`` : sql`and ${column} < ${value(walk.beforeId)}`;
+  const after = walk.afterId === undefined ? sql`` : sql`and ${column} > ${value(walk.afterId)}`;
+  return sql`${before} ${after}`;
+}
+
 function walkColumns(withText: boolean | undefined): RawBuilder<unknown> {
   return withText ? sql`d.id, d.kind, d.uuid, d.title, d.body` : sql`d.id, d.kind, d.uuid`;
 }
@@ -278,8 +289,7 @@ interface PgWalkRange {
 
 /** The matches in scope of a PostgreSQL walk in id order, without its window (at most `most` of them, if given). */
 function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: number): RawBuilder<unknown> {
-  const before = walk.beforeId === undefined ? sql`` : sql`and d.id < ${walk.beforeId}`;
-  const after = walk.afterId === undefined ? sql`` : sql`and d.id > ${walk.afterId}`;
+  const bounds = idBounds(sql.ref('d.id'), walk);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
   if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
     // Only the viewer's two sides see a message: each side is walked newest first through its partial index
@@ -292,7 +302,7 @@ function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: numbe
     const side = (column: 'owner_uuid' | 'recipient_uuid', other: RawBuilder<unknown>) => sql`
       (select ${walkColumns(walk.withText)} from search_docs d
       where d.kind = 'messages' and ${sql.ref(`d.${column}`)} = ${scope.viewer} ${other}
-        and ts_match_vq(d.tsv, ${tsquery(match)}) ${before} ${after} and ${scopeCondition(scope)} ${cap})`;
+        and ts_match_vq(d.tsv, ${tsquery(match)}) ${bounds} and ${scopeCondition(scope)} ${cap})`;
     // A message to oneself would come from both sides: the recipient's side leaves it out.
     return sql`
       select * from (${side('owner_uuid', sql``)}
@@ -305,17 +315,15 @@ function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: numbe
     : sql`d.tsv @@ ${tsquery(match)}`;
   const rows = sql`
     select ${walkColumns(walk.withText)} from search_docs d
-    where ${matched} ${before} ${after} and ${scopeCondition(scope)}`;
+    where ${matched} ${bounds} and ${scopeCondition(scope)}`;
   if (walk.ginFirst && !walk.forceWalk && hasKindGin(scope.kinds)) {
     // Materialized, the matches are planned without the LIMIT: the kind's GIN index, every match, then the sort. The
     // id bounds apply outside: inside, the planner put a kind's id range at a few dozen rows (thousands in fact) and
     // intersected it with the main GIN index, whose prefix entries of a common word (28,820 for `coffee:*`) cost
     // 20-50 ms to read, where the kind's own index holds a few hundred (users: 4.5 ms in all).
-    const mBefore = walk.beforeId === undefined ? sql`` : sql`and m.id < ${walk.beforeId}`;
-    const mAfter = walk.afterId === undefined ? sql`` : sql`and m.id > ${walk.afterId}`;
     return sql`with m as materialized (
         select ${walkColumns(walk.withText)} from search_docs d where ${matched} and ${scopeCondition(scope)})
-      select * from m where true ${mBefore} ${mAfter} order by m.id ${dir}`;
+      select * from m where true ${idBounds(sql.ref('m.id'), walk)} order by m.id ${dir}`;
   }
   return sql`${rows} order by d.id ${dir}`;
 }
@@ -494,12 +502,11 @@ export async function findMatchesById(
     // Every document of these kinds is in scope: the skipped matches need no row, only the page does.
     const { table, lastPrefix } = plainTable;
     const rowid = sql.ref(`${table}.rowid`);
-    const before = walk.beforeId === undefined ? sql`` : sql`and ${rowid} < ${rowidValue(walk.beforeId)}`;
-    const after = walk.afterId === undefined ? sql`` : sql`and ${rowid} > ${rowidValue(walk.afterId)}`;
+    const bounds = idBounds(rowid, walk, rowidValue);
     const r = await sql<CandidateRow>`
       select ${walkColumns(walk.withText)} from (
         select ${rowid} as id from ${sql.table(table)}
-        where ${sql.table(table)} match ${matchText(match, ftsKinds(scope), lastPrefix)} ${before} ${after}
+        where ${sql.table(table)} match ${matchText(match, ftsKinds(scope), lastPrefix)} ${bounds}
         order by ${rowid} ${dir} limit ${walk.limit} offset ${walk.offset}) f
       join search_docs d on d.id = f.id
       where ${where}
@@ -509,11 +516,10 @@ export async function findMatchesById(
   const walked = tables.map(({ table, lastPrefix }) => {
     const text = matchText(match, ftsKinds(scope), lastPrefix);
     const rowid = sql.ref(`${table}.rowid`);
-    const before = walk.beforeId === undefined ? sql`` : sql`and ${rowid} < ${rowidValue(walk.beforeId)}`;
-    const after = walk.afterId === undefined ? sql`` : sql`and ${rowid} > ${rowidValue(walk.afterId)}`;
+    const bounds = idBounds(rowid, walk, rowidValue);
     return (columns: RawBuilder<unknown>) => sql`
       select ${columns} from ${sql.table(table)} join search_docs d on d.id = ${rowid}
-      where ${sql.table(table)} match ${text} ${before} ${after} and ${where}
+      where ${sql.table(table)} match ${text} ${bounds} and ${where}
       order by ${rowid} ${dir}`;
   });
   const [only] = walked;
