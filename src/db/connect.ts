@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Database, Dialect } from './database.ts';
 import { registerDirectVersionReader } from './exact-cache.ts';
 import type { GroupCommitOptions, GroupCommitStats } from './group-commit.ts';
+import { prepareStatements } from './prepared-statements.ts';
 import { ReaderPool, ReaderPoolDialect } from './reader-pool.ts';
 import { RetryingKysely } from './retrying-kysely.ts';
 import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-driver.ts';
@@ -102,7 +103,10 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
   pool.on('error', () => {});
   // A client checked out of the pool has no error listener: a backend terminated mid-query (restart, failover,
   // pg_terminate_backend) would emit an unhandled 'error' and kill the process. The query itself still rejects.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    prepareStatements(client);
+  });
   const db = new RetryingKysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
