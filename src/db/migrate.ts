@@ -15,6 +15,7 @@ import { searchMessagePartiesMigration } from './migrations/0011-search-message-
 import { searchVocabMigration } from './migrations/0012-search-vocab.ts';
 import { tagStandaloneMigration } from './migrations/0013-tag-standalone.ts';
 import { searchKindGinMigration } from './migrations/0014-search-kind-gin.ts';
+import { tagKeyFoldMigration } from './migrations/0015-tag-key-fold.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -33,6 +34,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0012-search-vocab': searchVocabMigration(dialect),
     '0013-tag-standalone': tagStandaloneMigration(),
     '0014-search-kind-gin': searchKindGinMigration(dialect),
+    '0015-tag-key-fold': tagKeyFoldMigration(),
   };
 }
 

@@ -9,6 +9,13 @@ describe('tag name rules', () => {
       assert.equal(normalizeTagName(s), 'cafe');
     assert.equal(normalizeTagName('Москва'), 'москва');
     assert.equal(normalizeTagName('日本語'), '日本語');
+    // Full case folding, as search folds: the sharp s and the final sigma.
+    for (const s of ['Straße', 'STRASSE', 'strasse', 'STRAẞE']) assert.equal(normalizeTagName(s), 'strasse');
+    assert.equal(normalizeTagName('ΟΔΟΣ'), normalizeTagName('οδοσ'));
+    assert.deepEqual(
+      extractHashtags('#Straße #STRASSE #οδος #ΟΔΟΣ').map((h) => h.name),
+      ['Straße', 'οδος'],
+    );
   });
 
   it('finds hashtags at word starts in any script, not digits or underscores only, not in links', () => {

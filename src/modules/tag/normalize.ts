@@ -1,3 +1,5 @@
+import { foldText } from '../../db/search-fold.ts';
+
 /** Kinds of tag. */
 export const TAG_TYPES = ['hashtag', 'emotion', 'mention'] as const;
 
@@ -11,12 +13,13 @@ export const EMOTIONS = ['like', 'love', 'haha', 'wow', 'sad', 'angry'] as const
 export type Emotion = (typeof EMOTIONS)[number];
 
 /**
- * The normalized key of a tag name, unique per tag type: NFKC (full-width and ligature forms fold), lower case,
- * diacritics removed (NFD then dropping combining marks), then NFC. `Café`, `cafe` and `CAFÉ` share the key `cafe`.
- * Search uses the same function so that a query finds the tag whatever its spelling.
+ * The normalized key of a tag name, unique per tag type: search's folding (foldText): NFKC (full-width and
+ * ligature forms fold), lower case with `ß` as `ss` and final `ς` as `σ` (as full case folding does), diacritics
+ * removed. `Café`, `cafe` and `CAFÉ` share the key `cafe`; `Straße` and `STRASSE` the key `strasse`. Search uses the
+ * same function so that a query finds the tag whatever its spelling.
  */
 export function normalizeTagName(name: string): string {
-  return name.normalize('NFKC').toLowerCase().normalize('NFD').replace(/\p{M}/gu, '').normalize('NFC');
+  return foldText(name);
 }
 
 /** A tag name as given by a client, without one leading `#` or `@` and surrounding blanks. */
