@@ -7,18 +7,48 @@ export const MAX_PREPARED = 256;
 /** Statements up to this many characters are point lookups and small writes: prepared outside transactions too. */
 export const SHORT_STATEMENT = 200;
 
+// Texts seen once and not named yet; bounded like the names, so one-off SQL cannot grow it without end.
+const MAX_SEEN = 4 * MAX_PREPARED;
+const seen = new Set<string>();
 const names = new Map<string, string>();
 
-/** The name a statement is prepared under, or undefined once MAX_PREPARED other statements took their names. */
+/**
+ * The name a statement is prepared under: given the second time its text runs (a statement that runs once, such as
+ * a migration's, takes no name), while fewer than MAX_PREPARED statements have one; undefined otherwise.
+ */
 export function preparedNameOf(text: string): string | undefined {
   const known = names.get(text);
   if (known !== undefined || names.size >= MAX_PREPARED) return known;
+  if (!seen.has(text)) {
+    if (seen.size < MAX_SEEN) seen.add(text);
+    return undefined;
+  }
+  seen.delete(text);
   const name = `s${createHash('sha1').update(text).digest('base64url')}`;
   names.set(text, name);
   return name;
 }
 
+/**
+ * Errors of a named statement that PostgreSQL will repeat for as long as the connection keeps it: the result type
+ * changed under it (a column added or altered by a migration of another process: `cached plan must not change
+ * result type`), or the server no longer has it. The connection then runs that text unnamed, and a transaction
+ * that failed on it may run again (RetryingKysely).
+ */
+export function isStalePreparedStatement(err: unknown): boolean {
+  return (
+    typeof err === 'object' && err !== null && (err as { stalePrepared?: unknown }).stalePrepared === true
+  );
+}
+
+function stale(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  if (e.code === '26000') return true;
+  return e.code === '0A000' && /cached plan must not change result type/.test(String(e.message));
+}
+
 type Query = (...args: unknown[]) => unknown;
+type PgConnection = { on(event: 'readyForQuery', listener: (m: { status?: string }) => void): void };
 
 /**
  * Makes `client` prepare (name) the statements of transactions and the short ones (docs/decisions.md, "Prepared
@@ -27,24 +57,41 @@ type Query = (...args: unknown[]) => unknown;
  * connection, and after five runs PostgreSQL keeps a generic plan when it costs no more than the custom ones.
  * Transactions hold the write path's fixed shapes (primary-key lookups, inserts, counter updates); a short
  * statement is a point lookup (a token, a karma record). Searches and lists are long and run outside transactions:
- * a plan fitted to the actual words and filters matters more there than the planning it costs.
+ * a plan fitted to the actual words and filters matters more there than the planning it costs. Whether the
+ * connection is inside a transaction is the server's own answer (the status of each ReadyForQuery), so savepoints,
+ * a failed BEGIN or a statement that opens a transaction are followed as the server sees them.
  */
 export function prepareStatements(client: pg.PoolClient): void {
   const query = client.query.bind(client) as Query;
+  const connection = (client as unknown as { connection: PgConnection }).connection;
   let inTransaction = false;
+  connection.on('readyForQuery', (m) => {
+    inTransaction = m.status !== undefined && m.status !== 'I';
+  });
+  // Texts whose named statement went stale on this connection: they run unnamed here from then on.
+  const unnamed = new Set<string>();
+  const runNamed = async (name: string, text: string, values: unknown[]) => {
+    const outside = !inTransaction;
+    try {
+      return await query({ name, text, values });
+    } catch (err) {
+      if (!stale(err)) throw err;
+      unnamed.add(text);
+      if (outside) return query(text, values);
+      throw Object.assign(err as object, { stalePrepared: true });
+    }
+  };
   const named: Query = (config, values, callback) => {
-    if (typeof config === 'string') {
-      const command = config.slice(0, 17).toLowerCase();
-      if (command.startsWith('begin') || command.startsWith('start transaction')) inTransaction = true;
-      else if (command.startsWith('commit') || command.startsWith('rollback')) inTransaction = false;
-      else if (
-        (inTransaction || config.length <= SHORT_STATEMENT) &&
-        Array.isArray(values) &&
-        values.length > 0
-      ) {
-        const name = preparedNameOf(config);
-        if (name !== undefined) return query({ name, text: config, values }, callback);
-      }
+    if (
+      typeof config === 'string' &&
+      callback === undefined &&
+      Array.isArray(values) &&
+      values.length > 0 &&
+      (inTransaction || config.length <= SHORT_STATEMENT) &&
+      !unnamed.has(config)
+    ) {
+      const name = preparedNameOf(config);
+      if (name !== undefined) return runNamed(name, config, values);
     }
     return query(config, values, callback);
   };

@@ -1,4 +1,5 @@
 import { Kysely, type Transaction, type TransactionBuilder } from 'kysely';
+import { isStalePreparedStatement } from './prepared-statements.ts';
 
 /** PostgreSQL errors after which a transaction can run again as it was: deadlock, serialization failure. */
 const RETRYABLE = new Set(['40P01', '40001']);
@@ -6,6 +7,7 @@ const RETRYABLE = new Set(['40P01', '40001']);
 const ATTEMPTS = 3;
 
 function retryable(err: unknown): boolean {
+  if (isStalePreparedStatement(err)) return true;
   return typeof err === 'object' && err !== null && RETRYABLE.has(String((err as { code?: unknown }).code));
 }
 
@@ -13,7 +15,8 @@ function retryable(err: unknown): boolean {
  * Kysely whose transactions run again when PostgreSQL aborts them to break a deadlock (docs/reliability.md,
  * "Deadlocks"): the server rolls back one of the two, and running it again after the other committed is what it
  * asks for. Every transaction of the API is a function of its inputs and the database (events run inside it), so a
- * second run is the same write. Until then a user deleted while writing made their own write answer 503.
+ * second run is the same write. Until then a user deleted while writing made their own write answer 503. A
+ * transaction that failed on a prepared statement gone stale (prepared-statements.ts) runs again the same way.
  */
 export class RetryingKysely<DB> extends Kysely<DB> {
   override transaction(): TransactionBuilder<DB> {

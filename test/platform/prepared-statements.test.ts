@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { connectDatabase } from '../../src/db/connect.ts';
 import { MAX_PREPARED, preparedNameOf, SHORT_STATEMENT } from '../../src/db/prepared-statements.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
@@ -21,23 +22,35 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         (r) => r.statement,
       );
 
-    it('names a transaction statement and a short one, not a long one outside a transaction', async () => {
-      const long = `select uuid from users where uuid = $1 and username <> ${"'x'".padEnd(SHORT_STATEMENT, ' ')}`;
+    it('names a transaction statement and a short one the second time they run, not a long one outside', async () => {
+      const twice = async (run: () => Promise<unknown>) => {
+        await run();
+        await run();
+      };
       const seen = await t.ctx.db.connection().execute(async (conn) => {
-        await sql`select username from users where uuid = ${alice.uuid}`.execute(conn);
-        await sql.raw(long.replace('$1', `'${alice.uuid}'`)).execute(conn);
-        await sql`select uuid from users where uuid = ${alice.uuid} and ${sql.raw(`'${'y'.repeat(SHORT_STATEMENT)}'`)} <> ${'z'}`.execute(
-          conn,
+        await sql`select display_name from users where uuid = ${alice.uuid}`.execute(conn);
+        const once = await prepared(conn);
+        await twice(() => sql`select username from users where uuid = ${alice.uuid}`.execute(conn));
+        await twice(() =>
+          sql`select uuid from users where uuid = ${alice.uuid} and ${sql.raw(`'${'y'.repeat(SHORT_STATEMENT)}'`)} <> ${'z'}`.execute(
+            conn,
+          ),
         );
         const outside = await prepared(conn);
         const inside = await conn.transaction().execute(async (trx) => {
-          await sql`select bio from users where uuid = ${alice.uuid} and ${sql.raw(`'${'w'.repeat(SHORT_STATEMENT)}'`)} <> ${'z'}`.execute(
-            trx,
+          await twice(() =>
+            sql`select bio from users where uuid = ${alice.uuid} and ${sql.raw(`'${'w'.repeat(SHORT_STATEMENT)}'`)} <> ${'z'}`.execute(
+              trx,
+            ),
           );
           return prepared(trx);
         });
-        return { outside, inside };
+        return { once, outside, inside };
       });
+      assert.ok(
+        !seen.once.some((s) => s.startsWith('select display_name')),
+        'a statement run once takes no name',
+      );
       assert.ok(seen.outside.some((s) => s.startsWith('select username from users where uuid = $1')));
       assert.ok(
         !seen.outside.some((s) => s.includes('y'.repeat(SHORT_STATEMENT))),
@@ -47,6 +60,37 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         seen.inside.some((s) => s.includes('w'.repeat(SHORT_STATEMENT))),
         'a transaction statement is named',
       );
+    });
+
+    it('runs a statement again when a column added under it makes its prepared form stale', async () => {
+      // One connection, so the statements prepared below are the ones run after the change.
+      const handle = connectDatabase(t.url, { poolSize: 1 });
+      try {
+        const db = handle.db;
+        await sql`create table prep_probe (a integer)`.execute(db);
+        await sql`insert into prep_probe (a) values (1)`.execute(db);
+        const outside = () => sql`select * from prep_probe where a = ${1}`.execute(db);
+        let runs = 0;
+        const inside = () =>
+          db.transaction().execute(async (trx) => {
+            runs++;
+            return sql`select * from prep_probe where a = ${1} and true`.execute(trx);
+          });
+        for (let i = 0; i < 3; i++) {
+          await outside();
+          await inside();
+        }
+        await sql`alter table prep_probe add column b integer`.execute(db);
+        runs = 0;
+        assert.deepEqual((await outside()).rows, [{ a: 1, b: null }]);
+        assert.deepEqual((await inside()).rows, [{ a: 1, b: null }]);
+        assert.equal(runs, 2, 'the transaction failed on the stale statement once and ran again');
+        runs = 0;
+        assert.deepEqual((await inside()).rows, [{ a: 1, b: null }]);
+        assert.equal(runs, 1, 'then the connection runs that text unnamed');
+      } finally {
+        await handle.db.destroy();
+      }
     });
 
     it('writes and reads through the API keep working once their statements are prepared', async () => {
@@ -78,10 +122,17 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
 }
 
 describe('prepared statement names', () => {
-  it('stops naming new statements at the cap and keeps the names it gave', () => {
-    const first = preparedNameOf('select 1 where $1::int = 1');
-    for (let i = 0; i < MAX_PREPARED; i++) preparedNameOf(`select ${i} where $1::int = 1`);
-    assert.equal(preparedNameOf('select 1 where $1::int = 1'), first);
+  it('names a statement the second time it runs, stops at the cap and keeps the names it gave', () => {
+    const text = (i: number) => `select ${i} where $1::int = 1`;
+    assert.equal(preparedNameOf(text(-1)), undefined, 'seen once');
+    const first = preparedNameOf(text(-1));
+    assert.ok(first);
+    for (let i = 0; i < MAX_PREPARED; i++) {
+      preparedNameOf(text(i));
+      preparedNameOf(text(i));
+    }
+    assert.equal(preparedNameOf(text(-1)), first);
+    preparedNameOf('select 2 where $1::int = 2');
     assert.equal(preparedNameOf('select 2 where $1::int = 2'), undefined);
   });
 });
