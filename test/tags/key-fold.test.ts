@@ -15,7 +15,7 @@ for (const dialect of testDialects()) {
     let bob: TestUser;
 
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestApp(dialect, { ENABLED_OPERATIONS: ['tags.create'] });
       alice = await t.createUser();
       bob = await t.createUser();
     });
@@ -96,6 +96,26 @@ for (const dialect of testDialects()) {
       );
       // Run again: nothing left to fold.
       assert.deepEqual(await refoldTagKeys(t.ctx.db), { rekeyed: 0, merged: 0 });
+    });
+
+    it('migration 0015 keeps a merged tag visible without uses when either of the two was made through tags.create', async () => {
+      const post = await createPost(t, alice, 'one #Maß');
+      const older = await findTag(t, 'hashtag', 'mass');
+      await sql`update tags set name_key = ${'maß'} where uuid = ${older.uuid}`.execute(t.ctx.db);
+      await sleep(5);
+      const made = await t.inject({
+        method: 'POST',
+        url: '/tags/create',
+        token: bob.token,
+        payload: { name: 'MASS', tag_type: 'hashtag' },
+      });
+      assert.equal(made.statusCode, 201, made.body);
+      assert.deepEqual(await refoldTagKeys(t.ctx.db), { rekeyed: 0, merged: 1 });
+      const deleted = await t.inject({ method: 'POST', url: `/posts/${post}/delete`, token: alice.token });
+      assert.equal(deleted.statusCode, 200, deleted.body);
+      const kept = await get(t, `/tags/${older.uuid}`);
+      assert.equal(kept.data.associations_count, 0);
+      assert.equal(kept.data.name, 'Maß');
     });
 
     it('migration 0015 re-keys a tag with no twin in place', async () => {

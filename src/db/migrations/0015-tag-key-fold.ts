@@ -5,6 +5,7 @@ interface KeyRow {
   tag_type: string;
   name_key: string;
   created_at: string;
+  standalone: number;
 }
 
 /** A key stored before this migration as the key normalizeTagName gives now (`ß` as `ss`, final `ς` as `σ`). */
@@ -19,7 +20,7 @@ export function refoldedKey(key: string): string {
  * names follow through the tags' triggers. Returns how many tags were re-keyed and how many merged away.
  */
 export async function refoldTagKeys<DB>(db: Kysely<DB>): Promise<{ rekeyed: number; merged: number }> {
-  const rows = await sql<KeyRow>`select uuid, tag_type, name_key, created_at from tags
+  const rows = await sql<KeyRow>`select uuid, tag_type, name_key, created_at, standalone from tags
     where name_key like ${'%ß%'} or name_key like ${'%ς%'} order by created_at, uuid`.execute(db);
   let rekeyed = 0;
   let merged = 0;
@@ -27,7 +28,7 @@ export async function refoldTagKeys<DB>(db: Kysely<DB>): Promise<{ rekeyed: numb
     const key = refoldedKey(row.name_key);
     if (key === row.name_key) continue;
     const other = (
-      await sql<KeyRow>`select uuid, tag_type, name_key, created_at from tags
+      await sql<KeyRow>`select uuid, tag_type, name_key, created_at, standalone from tags
         where tag_type = ${row.tag_type} and name_key = ${key}`.execute(db)
     ).rows[0];
     if (!other) {
@@ -46,7 +47,9 @@ export async function refoldTagKeys<DB>(db: Kysely<DB>): Promise<{ rekeyed: numb
     // What is left of the dropped tag's associations tags a target the kept tag already tags.
     await sql`delete from tag_associations where tag_uuid = ${drop}`.execute(db);
     await sql`delete from tags where uuid = ${drop}`.execute(db);
-    await sql`update tags set name_key = ${key},
+    // A tag made through tags.create stays visible without uses, whichever of the two it was.
+    const standalone = Math.max(Number(row.standalone), Number(other.standalone));
+    await sql`update tags set name_key = ${key}, standalone = ${standalone},
       associations_count = (select count(*) from tag_associations where tag_uuid = ${keep})
       where uuid = ${keep}`.execute(db);
     merged++;
@@ -58,7 +61,10 @@ export async function refoldTagKeys<DB>(db: Kysely<DB>): Promise<{ rekeyed: numb
 export function tagKeyFoldMigration() {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
-      await refoldTagKeys(db);
+      // Kysely runs SQLite's migrations outside a transaction (it does not count SQLite's DDL as transactional): a
+      // merge stopped halfway would leave a count that no later run repairs.
+      if (db.isTransaction) await refoldTagKeys(db);
+      else await db.transaction().execute((trx) => refoldTagKeys(trx));
     },
   };
 }
