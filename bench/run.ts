@@ -233,6 +233,13 @@ async function removeBenchPosts(opts: Options, list: Scenario[], base: string): 
       const started = Date.now();
       const steps = await compactIndex(handle.db, handle.dialect);
       console.log(`compacted the search index: ${steps} merge steps in ${Date.now() - started} ms`);
+      if (handle.dialect === 'postgres') {
+        // The deleted posts' rows stay, dead, in the index ranges reads walk first (a tag's newest associations)
+        // until autovacuum comes: uncached GET /tags/{uuid} went from 2,471 to 1,600 req/s after a few runs.
+        await sql
+          .raw('vacuum (analyze) posts, comments, tag_associations, tags, karma, users')
+          .execute(handle.db);
+      }
     }
   } finally {
     await handle.db.destroy();
