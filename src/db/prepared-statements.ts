@@ -7,7 +7,7 @@ export const MAX_PREPARED = 256;
 /** Statements up to this many characters are point lookups and small writes: prepared outside transactions too. */
 export const SHORT_STATEMENT = 200;
 
-// Texts seen once and not named yet; bounded like the names, so one-off SQL cannot grow it without end.
+// Texts seen once and not named yet, the oldest dropped first, so one-off SQL cannot grow it without end.
 const MAX_SEEN = 4 * MAX_PREPARED;
 const seen = new Set<string>();
 const names = new Map<string, string>();
@@ -20,7 +20,9 @@ export function preparedNameOf(text: string): string | undefined {
   const known = names.get(text);
   if (known !== undefined || names.size >= MAX_PREPARED) return known;
   if (!seen.has(text)) {
-    if (seen.size < MAX_SEEN) seen.add(text);
+    // The oldest one-off text makes room: a full set would otherwise keep every later statement unnamed.
+    if (seen.size >= MAX_SEEN) seen.delete(seen.values().next().value as string);
+    seen.add(text);
     return undefined;
   }
   seen.delete(text);
@@ -48,7 +50,7 @@ function stale(err: unknown): boolean {
 }
 
 type Query = (...args: unknown[]) => unknown;
-type PgConnection = { on(event: 'readyForQuery', listener: (m: { status?: string }) => void): void };
+type TransactionStatus = { getTransactionStatus?: () => string | null };
 
 /**
  * Makes `client` prepare (name) the statements of transactions and the short ones (docs/decisions.md, "Prepared
@@ -58,20 +60,22 @@ type PgConnection = { on(event: 'readyForQuery', listener: (m: { status?: string
  * Transactions hold the write path's fixed shapes (primary-key lookups, inserts, counter updates); a short
  * statement is a point lookup (a token, a karma record). Searches and lists are long and run outside transactions:
  * a plan fitted to the actual words and filters matters more there than the planning it costs. Whether the
- * connection is inside a transaction is the server's own answer (the status of each ReadyForQuery), so savepoints,
- * a failed BEGIN or a statement that opens a transaction are followed as the server sees them.
+ * connection is inside a transaction is the server's own answer (the status of its last ReadyForQuery, which
+ * node-postgres keeps), so savepoints, a failed BEGIN or a statement that opens a transaction are followed as the
+ * server sees them.
  */
 export function prepareStatements(client: pg.PoolClient): void {
   const query = client.query.bind(client) as Query;
-  const connection = (client as unknown as { connection: PgConnection }).connection;
-  let inTransaction = false;
-  connection.on('readyForQuery', (m) => {
-    inTransaction = m.status !== undefined && m.status !== 'I';
-  });
+  const status = (client as unknown as TransactionStatus).getTransactionStatus?.bind(client);
+  // 'T' in a transaction, 'E' in a failed one, 'I' idle (null before the first answer).
+  const inTransaction = () => {
+    const s = status?.();
+    return s === 'T' || s === 'E';
+  };
   // Texts whose named statement went stale on this connection: they run unnamed here from then on.
   const unnamed = new Set<string>();
   const runNamed = async (name: string, text: string, values: unknown[]) => {
-    const outside = !inTransaction;
+    const outside = !inTransaction();
     try {
       return await query({ name, text, values });
     } catch (err) {
@@ -87,7 +91,7 @@ export function prepareStatements(client: pg.PoolClient): void {
       callback === undefined &&
       Array.isArray(values) &&
       values.length > 0 &&
-      (inTransaction || config.length <= SHORT_STATEMENT) &&
+      (config.length <= SHORT_STATEMENT || inTransaction()) &&
       !unnamed.has(config)
     ) {
       const name = preparedNameOf(config);

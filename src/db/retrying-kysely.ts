@@ -6,8 +6,14 @@ const RETRYABLE = new Set(['40P01', '40001']);
 /** Runs of one transaction at most (the first and two retries). */
 const ATTEMPTS = 3;
 
+/**
+ * Runs of one transaction that failed on a stale prepared statement, besides ATTEMPTS: each failure leaves that
+ * statement unnamed on its connection, so a transaction of several `select *` texts after another process's
+ * migration may meet a few in turn, on more than one pooled connection.
+ */
+const STALE_RUNS = 20;
+
 function retryable(err: unknown): boolean {
-  if (isStalePreparedStatement(err)) return true;
   return typeof err === 'object' && err !== null && RETRYABLE.has(String((err as { code?: unknown }).code));
 }
 
@@ -24,10 +30,15 @@ export class RetryingKysely<DB> extends Kysely<DB> {
     const execute = builder.execute.bind(builder);
     return Object.assign(builder, {
       async execute<T>(callback: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+        let stale = 0;
         for (let attempt = 1; ; attempt++) {
           try {
             return await execute(callback);
           } catch (err) {
+            if (isStalePreparedStatement(err) && ++stale <= STALE_RUNS) {
+              attempt--;
+              continue;
+            }
             if (attempt >= ATTEMPTS || !retryable(err)) throw err;
             // The other transaction is committing or waiting on the lock it won: give it a moment, a random one.
             await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10 * attempt));

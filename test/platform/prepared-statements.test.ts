@@ -122,6 +122,13 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
 }
 
 describe('prepared statement names', () => {
+  it('still names a repeated statement after many statements that ran once', () => {
+    for (let i = 0; i < 5 * MAX_PREPARED; i++) preparedNameOf(`select 'once ${i}' where $1::int = 1`);
+    const text = 'select 3 where $1::int = 3';
+    assert.equal(preparedNameOf(text), undefined);
+    assert.ok(preparedNameOf(text));
+  });
+
   it('names a statement the second time it runs, stops at the cap and keeps the names it gave', () => {
     const text = (i: number) => `select ${i} where $1::int = 1`;
     assert.equal(preparedNameOf(text(-1)), undefined, 'seen once');
