@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
 import type pg from 'pg';
 
 /** How many distinct statements one process prepares at most; later ones run unnamed, as before. */
@@ -6,6 +7,15 @@ export const MAX_PREPARED = 256;
 
 /** Statements up to this many characters are point lookups and small writes: prepared outside transactions too. */
 export const SHORT_STATEMENT = 200;
+
+/**
+ * A comment that marks a longer statement outside a transaction as one to prepare: a lookup by primary key whose
+ * plan does not depend on its values (`select /* prepared *\/ ...`, through Kysely's `modifyFront(PREPARED)`).
+ */
+export const PREPARED_MARK = '/* prepared */';
+
+/** PREPARED_MARK for a select's `modifyFront`. */
+export const PREPARED = sql.raw(PREPARED_MARK);
 
 // Texts seen once and not named yet, the oldest dropped first, so one-off SQL cannot grow it without end.
 const MAX_SEEN = 4 * MAX_PREPARED;
@@ -91,7 +101,7 @@ export function prepareStatements(client: pg.PoolClient): void {
       callback === undefined &&
       Array.isArray(values) &&
       values.length > 0 &&
-      (config.length <= SHORT_STATEMENT || inTransaction()) &&
+      (config.length <= SHORT_STATEMENT || inTransaction() || config.startsWith(`select ${PREPARED_MARK}`)) &&
       !unnamed.has(config)
     ) {
       const name = preparedNameOf(config);

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { connectDatabase } from '../../src/db/connect.ts';
 import { MAX_PREPARED, preparedNameOf, SHORT_STATEMENT } from '../../src/db/prepared-statements.ts';
+import { findVisibleTagWithAssociations } from '../../src/modules/tag/tag.repository.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 // docs/decisions.md, "Prepared statements on PostgreSQL".
@@ -60,6 +61,33 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         seen.inside.some((s) => s.includes('w'.repeat(SHORT_STATEMENT))),
         'a transaction statement is named',
       );
+    });
+
+    it('names a long lookup marked as prepared, such as a tag read by uuid', async () => {
+      const made = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: alice.token,
+        payload: { body: 'marked #preparedlookup' },
+      });
+      assert.equal(made.statusCode, 201, made.body);
+      const tag = body(
+        await t.inject({ method: 'GET', url: '/tags?filterby[name]=preparedlookup', token: alice.token }),
+      ).data[0];
+      const handle = connectDatabase(t.url, { poolSize: 1 });
+      try {
+        for (let i = 0; i < 2; i++) {
+          const found = await findVisibleTagWithAssociations(handle.db, tag.uuid, alice.uuid, 100);
+          assert.equal(found?.associations.length, 1);
+        }
+        const names = await prepared(handle.db);
+        assert.ok(
+          names.some((s) => s.startsWith('select /* prepared */') && s.includes('from "tags"')),
+          names.join('\n'),
+        );
+      } finally {
+        await handle.db.destroy();
+      }
     });
 
     it('runs a statement again when a column added under it makes its prepared form stale', async () => {

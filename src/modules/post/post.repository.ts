@@ -1,5 +1,6 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import { PREPARED } from '../../db/prepared-statements.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import type { PostTable } from './post.table.ts';
 
@@ -17,6 +18,7 @@ export async function findPostByUuid(db: Db, uuid: string) {
 export async function findVisiblePost(db: Db, uuid: string, viewer: string | null) {
   return db
     .selectFrom('posts')
+    .modifyFront(PREPARED)
     .selectAll()
     .where('uuid', '=', uuid)
     .where(visibleTo(viewer, 'posts.user_uuid', 'posts.visibility'))

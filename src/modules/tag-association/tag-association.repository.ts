@@ -7,6 +7,7 @@ import {
   type Updateable,
 } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
+import { PREPARED } from '../../db/prepared-statements.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
 import { TARGET_TYPES } from '../target/target.repository.ts';
 import type { TagAssociationTable } from './tag-association.table.ts';
@@ -131,6 +132,7 @@ export async function findAssociationByUuid(
 ): Promise<TagAssociationRow | undefined> {
   return db
     .selectFrom('tag_associations as ta')
+    .modifyFront(PREPARED)
     .select(COLUMNS)
     .where('ta.uuid', '=', uuid)
     .$if(viewer !== undefined, (q) => q.where(targetVisibleTo(viewer ?? null)))

@@ -1,5 +1,6 @@
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
+import { PREPARED } from '../../db/prepared-statements.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
 import {
   newestAssociationsOf,
@@ -42,6 +43,8 @@ export async function findVisibleTagWithAssociations(
 ): Promise<{ row: TagRow; associations: string[] } | undefined> {
   const found = await db
     .selectFrom('tags')
+    // A lookup by primary key: PostgreSQL planned it in 0.28 ms and ran it in 0.17 (docs/decisions.md).
+    .modifyFront(PREPARED)
     .selectAll()
     .select(newestAssociationsOf('tags.uuid', perTag, viewer).as('associations'))
     .select(visibleWithoutUse('tags').as('unused_or_emotion'))
