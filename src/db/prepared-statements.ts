@@ -17,6 +17,9 @@ export const PREPARED_MARK = '/* prepared */';
 /** PREPARED_MARK for a select's `modifyFront`. */
 export const PREPARED = sql.raw(PREPARED_MARK);
 
+// How a marked select starts (modifyFront puts the comment right after `select`).
+const MARKED_SELECT = `select ${PREPARED_MARK}`;
+
 // Texts seen once and not named yet, the oldest dropped first, so one-off SQL cannot grow it without end.
 const MAX_SEEN = 4 * MAX_PREPARED;
 const seen = new Set<string>();
@@ -101,7 +104,7 @@ export function prepareStatements(client: pg.PoolClient): void {
       callback === undefined &&
       Array.isArray(values) &&
       values.length > 0 &&
-      (config.length <= SHORT_STATEMENT || inTransaction() || config.startsWith(`select ${PREPARED_MARK}`)) &&
+      (config.length <= SHORT_STATEMENT || inTransaction() || config.startsWith(MARKED_SELECT)) &&
       !unnamed.has(config)
     ) {
       const name = preparedNameOf(config);

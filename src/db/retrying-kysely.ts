@@ -31,17 +31,16 @@ export class RetryingKysely<DB> extends Kysely<DB> {
     return Object.assign(builder, {
       async execute<T>(callback: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
         let stale = 0;
-        for (let attempt = 1; ; attempt++) {
+        let attempt = 1;
+        for (;;) {
           try {
             return await execute(callback);
           } catch (err) {
-            if (isStalePreparedStatement(err) && ++stale <= STALE_RUNS) {
-              attempt--;
-              continue;
-            }
+            if (isStalePreparedStatement(err) && ++stale <= STALE_RUNS) continue;
             if (attempt >= ATTEMPTS || !retryable(err)) throw err;
             // The other transaction is committing or waiting on the lock it won: give it a moment, a random one.
             await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10 * attempt));
+            attempt++;
           }
         }
       },
