@@ -5,6 +5,7 @@ import { connectDatabase } from '../../src/db/connect.ts';
 import { MAX_PREPARED, preparedNameOf, SHORT_STATEMENT } from '../../src/db/prepared-statements.ts';
 import { findVisibleTagWithAssociations } from '../../src/modules/tag/tag.repository.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { createPost, findTag } from '../tags/support.ts';
 
 // docs/decisions.md, "Prepared statements on PostgreSQL".
 for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
@@ -64,16 +65,8 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     });
 
     it('names a long lookup marked as prepared, such as a tag read by uuid', async () => {
-      const made = await t.inject({
-        method: 'POST',
-        url: '/posts',
-        token: alice.token,
-        payload: { body: 'marked #preparedlookup' },
-      });
-      assert.equal(made.statusCode, 201, made.body);
-      const tag = body(
-        await t.inject({ method: 'GET', url: '/tags?filterby[name]=preparedlookup', token: alice.token }),
-      ).data[0];
+      await createPost(t, alice, 'marked #preparedlookup');
+      const tag = await findTag(t, 'hashtag', 'preparedlookup');
       const handle = connectDatabase(t.url, { poolSize: 1 });
       try {
         for (let i = 0; i < 2; i++) {
@@ -124,27 +117,13 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     it('writes and reads through the API keep working once their statements are prepared', async () => {
       // More than five runs of each statement: PostgreSQL switches to a generic plan after the fifth.
       const uuids: string[] = [];
-      for (let i = 0; i < 8; i++) {
-        const res = await t.inject({
-          method: 'POST',
-          url: '/posts',
-          token: alice.token,
-          payload: { body: `prepared #tagged${i % 2} run ${i}` },
-        });
-        assert.equal(res.statusCode, 201, res.body);
-        uuids.push(body(res).data.uuid);
-      }
+      for (let i = 0; i < 8; i++) uuids.push(await createPost(t, alice, `prepared #tagged${i % 2} run ${i}`));
       for (const uuid of uuids) {
         const res = await t.inject({ method: 'GET', url: `/posts/${uuid}`, token: alice.token });
         assert.equal(res.statusCode, 200);
         assert.equal(body(res).data.uuid, uuid);
       }
-      const tag = await t.inject({
-        method: 'GET',
-        url: '/tags?filterby[name]=tagged1&filterby[tag_type]=hashtag',
-        token: alice.token,
-      });
-      assert.equal(body(tag).data[0].associations_count, 4);
+      assert.equal((await findTag(t, 'hashtag', 'tagged1')).associations_count, 4);
     });
   });
 }
