@@ -403,7 +403,12 @@ export function applyOrderAndWindow<QB extends SelectQueryBuilder<any, any, any>
     if (s.column === uuidColumn) q = q.orderBy(key) as QB;
     else q = q.orderBy(sql`${key} ${sql.raw(s.direction === 'asc' ? 'nulls first' : 'nulls last')}`) as QB;
   }
-  const tieDirection = sort.length > 0 ? (sort[sort.length - 1]?.direction ?? 'asc') : 'asc';
-  q = q.orderBy(sql.ref(uuidColumn), tieDirection) as QB;
+  // A sort that names the uuid is total already. Naming it twice made SQLite sort the rows itself ("USE TEMP B-TREE
+  // FOR RIGHT PART OF ORDER BY"), reading every skipped row's columns: 0.8 s for a deep `/karma?sortby[uuid]` page
+  // read from disk, 44 ms without the repeat.
+  if (!sort.some((s) => s.column === uuidColumn)) {
+    const tieDirection = sort.length > 0 ? (sort[sort.length - 1]?.direction ?? 'asc') : 'asc';
+    q = q.orderBy(sql.ref(uuidColumn), tieDirection) as QB;
+  }
   return q.limit(lq.limit).offset(lq.offset) as QB;
 }

@@ -243,10 +243,22 @@ describe('list query engine: every branch', () => {
         assert.match(byDefault.sql, /"created_at" asc nulls first, "uuid" asc/);
         const bare = compile(base());
         assert.match(bare.sql, /order by "uuid" asc/);
-        // The primary key needs no NULLS clause, which would keep PostgreSQL from walking its index.
+        // The primary key needs no NULLS clause, which would keep PostgreSQL from walking its index, and no second
+        // mention as the tie-breaker, which would make SQLite sort instead of walking its index.
         for (const direction of ['asc', 'desc'] as const) {
           const byUuid = compile({ ...base(), sort: [{ column: 'uuid', direction }] });
-          assert.match(byUuid.sql, new RegExp(`order by "uuid" ${direction}, "uuid" ${direction} limit`));
+          assert.match(byUuid.sql, new RegExp(`order by "uuid" ${direction} limit`));
+          const uuidFirst = compile({
+            ...base(),
+            sort: [
+              { column: 'uuid', direction },
+              { column: 'name', direction: 'asc' },
+            ],
+          });
+          assert.match(
+            uuidFirst.sql,
+            new RegExp(`order by "uuid" ${direction}, "name" asc nulls first limit`),
+          );
         }
         // The defensive fallback of the tie-breaker's direction (a sort entry without one) still orders by uuid asc.
         const undirected = compile({ ...base(), sort: [{ column: 'name', direction: undefined as never }] });
