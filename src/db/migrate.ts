@@ -16,6 +16,7 @@ import { searchVocabMigration } from './migrations/0012-search-vocab.ts';
 import { tagStandaloneMigration } from './migrations/0013-tag-standalone.ts';
 import { searchKindGinMigration } from './migrations/0014-search-kind-gin.ts';
 import { tagKeyFoldMigration } from './migrations/0015-tag-key-fold.ts';
+import { tagCountsAtCommitMigration } from './migrations/0016-tag-counts-at-commit.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -35,6 +36,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0013-tag-standalone': tagStandaloneMigration(),
     '0014-search-kind-gin': searchKindGinMigration(dialect),
     '0015-tag-key-fold': tagKeyFoldMigration(),
+    '0016-tag-counts-at-commit': tagCountsAtCommitMigration(dialect),
   };
 }
 

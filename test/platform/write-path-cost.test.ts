@@ -268,8 +268,11 @@ for (const dialect of testDialects()) {
       const statements = await post(text());
       assert.equal(statements.length, 7, statements.join('\n'));
       assert.ok(!statements.some((s) => /from "users" .*for no key update/.test(s)), statements.join('\n'));
-      assert.match(statements.at(-1) as string, /update "?tags"? /);
-      assert.equal(statements.filter((s) => /update "?tags"? /.test(s)).length, 1);
+      // PostgreSQL stages the counts for its commit, which adds them (migration 0016): no tag row is locked before.
+      const counting = dialect.name === 'postgres' ? /^select set_config\(/ : /update "?tags"? /;
+      assert.match(statements.at(-1) as string, counting);
+      assert.equal(statements.filter((s) => counting.test(s)).length, 1);
+      if (dialect.name === 'postgres') assert.ok(!statements.some((s) => /update "?tags"? /.test(s)));
       // Nothing reads the new post back, and the mentioned user and their tag come in one statement.
       assert.ok(!statements.some((s) => /from "posts"/.test(s)), statements.join('\n'));
       assert.equal(statements.filter((s) => /from "users"/.test(s)).length, 1, statements.join('\n'));

@@ -118,22 +118,24 @@ export async function deleteTagRow(db: Db, uuid: string): Promise<boolean> {
   return Number(r.numDeletedRows) === 1;
 }
 
+// Where a PostgreSQL writer stages its tag count deltas for the commit (migration 0016-tag-counts-at-commit).
+const TAG_COUNT_DELTAS = 'social.tag_count_deltas';
+
 /**
- * Adds each delta to its tag's associations_count in one statement (row-locked increments stay exact under
- * concurrency). A post's tags are popular rows every writer of them queues on until its commit, so the writer takes
- * them last and all at once. PostgreSQL locks them in uuid order first (a locking subquery sorts before it locks):
- * two writers touching the same tags never hold one each and wait for the other. SQLite runs one write
- * transaction at a time.
+ * Adds each delta to its tag's associations_count (row-locked increments stay exact under concurrency). A post's
+ * tags are popular rows that every writer of them queues on until its commit. PostgreSQL: the deltas are staged in
+ * a transaction-local setting, added to any staged before in the transaction, and a deferred trigger adds them
+ * during COMMIT in uuid order (migration 0016), so the rows stay locked for that update only and two writers never
+ * hold one each and wait for the other. Every caller changes associations in the same transaction, which queues the
+ * trigger. SQLite runs one write transaction at a time and adds them now.
  */
 export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<string, number>): Promise<void> {
   const entries = [...deltas].filter(([, delta]) => delta !== 0).sort((a, b) => (a[0] < b[0] ? -1 : 1));
   if (entries.length === 0) return;
-  const uuids = entries.map(([uuid]) => uuid);
   if (dialect === 'postgres') {
-    await sql`with locked as (select uuid from tags where uuid = any(${uuids}::text[]) order by uuid for no key update)
-      update tags t set associations_count = t.associations_count + v.delta
-      from unnest(${uuids}::text[], ${entries.map(([, delta]) => delta)}::integer[]) as v(uuid, delta)
-      where t.uuid = v.uuid and t.uuid in (select uuid from locked)`.execute(db);
+    await sql`select set_config(${TAG_COUNT_DELTAS},
+      (coalesce(nullif(current_setting(${TAG_COUNT_DELTAS}, true), ''), '[]')::jsonb || ${JSON.stringify(entries)}::jsonb)::text,
+      true)`.execute(db);
     return;
   }
   const delta = sql.join(
@@ -143,7 +145,11 @@ export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<stri
   await db
     .updateTable('tags')
     .set({ associations_count: sql`associations_count + (case uuid ${delta} end)` })
-    .where('uuid', 'in', uuids)
+    .where(
+      'uuid',
+      'in',
+      entries.map(([uuid]) => uuid),
+    )
     .execute();
 }
 

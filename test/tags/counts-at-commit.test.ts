@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { adjustTagCounts } from '../../src/modules/tag/tag.repository.ts';
+import { insertAssociationsIgnoringConflicts } from '../../src/modules/tag-association/tag-association.repository.ts';
+import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { createPost, findTag } from './support.ts';
+
+// PostgreSQL adds a transaction's tag counts during its COMMIT (migration 0016-tag-counts-at-commit), so a popular
+// tag's row is not locked while the rest of the transaction runs. SQLite writes one transaction at a time.
+for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
+  describe(`tag counts added at commit [${dialect.name}]`, () => {
+    let t: TestApp;
+    let alice: TestUser;
+    let bob: TestUser;
+    before(async () => {
+      t = await startTestApp(dialect);
+      alice = await t.createUser('alice_c');
+      bob = await t.createUser('bob_c');
+    });
+    after(async () => t?.close());
+
+    /** Inside `trx`: bob tags alice's post with the tag, counted as the services count. */
+    async function tagInside(trx: typeof t.ctx.db, tagUuid: string, postUuid: string): Promise<void> {
+      const now = nowIso();
+      const added = await insertAssociationsIgnoringConflicts(trx, [
+        {
+          uuid: uuidv7(),
+          tag_uuid: tagUuid,
+          user_uuid: bob.uuid,
+          target_uuid: postUuid,
+          target_type: 'post',
+          language: 'en',
+          created_at: now,
+          updated_at: now,
+        },
+      ]);
+      await adjustTagCounts(trx, 'postgres', new Map(added.map((u) => [u, 1])));
+    }
+
+    it('lets other writers count a tag while a transaction that counted it is still open', async () => {
+      const post = await createPost(t, alice, 'first #busy');
+      const tag = await findTag(t, 'hashtag', 'busy');
+      await t.ctx.db.transaction().execute(async (trx) => {
+        await tagInside(trx, tag.uuid, post);
+        // Before, this transaction held the tag's row until its commit and this post waited for it forever.
+        await createPost(t, alice, 'second #busy');
+        assert.equal(
+          (await findTag(t, 'hashtag', 'busy')).associations_count,
+          2,
+          'not added before the commit',
+        );
+      });
+      assert.equal((await findTag(t, 'hashtag', 'busy')).associations_count, 3);
+    });
+
+    it('adds nothing when the transaction rolls back, and every staged delta when it commits', async () => {
+      const post = await createPost(t, alice, 'one #undone #twice');
+      const undone = await findTag(t, 'hashtag', 'undone');
+      const twice = await findTag(t, 'hashtag', 'twice');
+      await assert.rejects(
+        t.ctx.db.transaction().execute(async (trx) => {
+          await tagInside(trx, undone.uuid, post);
+          throw new Error('rolled back');
+        }),
+        /rolled back/,
+      );
+      assert.equal((await findTag(t, 'hashtag', 'undone')).associations_count, 1);
+      // Two stagings in one transaction add up.
+      await t.ctx.db.transaction().execute(async (trx) => {
+        await tagInside(trx, undone.uuid, post);
+        await tagInside(trx, twice.uuid, post);
+      });
+      for (const name of ['undone', 'twice']) {
+        const tag = await findTag(t, 'hashtag', name);
+        const stored = await t.ctx.db
+          .selectFrom('tag_associations')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('tag_uuid', '=', tag.uuid)
+          .executeTakeFirstOrThrow();
+        assert.equal(tag.associations_count, 2, name);
+        assert.equal(Number(stored.n), 2, name);
+      }
+    });
+  });
+}
