@@ -403,6 +403,12 @@ for (const dialect of testDialects()) {
         'commentCreated',
         'networkCreated',
       ]);
+      // The events are a closed set: a like picks among them, and a value outside it is refused.
+      assert.equal(body(await list('?filterby[event][like]=%25umi%25')).count.total, 0);
+      assert.equal(body(await list('?filterby[event][like]=POST%25')).count.total, 3);
+      const unknown = await list('?filterby[event]=postcreated');
+      assert.equal(unknown.statusCode, 400, unknown.body);
+      assert.equal(body(unknown).error.code, 'invalid_request');
       const page = body(await list('?sortby[created_at]=asc&limit=2&page=2'));
       assert.deepEqual(page.count, { offset: 2, limit: 2, total: 5 });
       assert.deepEqual(
