@@ -1,12 +1,13 @@
 // Adversarial requests against a seeded database (docs/reliability.md, Part B, resource limits):
-//   npm run bench:adversarial -- --db sqlite:./data/bench.db [--per-kind 100] [--concurrency 4] [--out FILE] [--warm]
+//   npm run bench:adversarial -- --db sqlite:./data/bench.db [--per-kind 100] [--concurrency 4] [--out FILE] [--warm | --cold]
 // Starts the API on the database in its own process, then sends, per kind: leading-wildcard `like` filters on every
 // text property of every list, sorts on every sortable property at the deepest offset, 100-uuid lists and
 // 200-character searches (plus searches at the maximum offset). It reports p50/p99/max latency per kind, the latency
 // of cheap requests (GET /health, GET /tags/{uuid}) sent at the same time, and the server's own event-loop delay
 // p99 (perf_hooks.monitorEventLoopDelay through prom-client's nodejs_eventloop_lag_p99_seconds on /metrics).
 // The list of operations and their sortable/filterable properties comes from /openapi.json.
-import { createReadStream, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createReadStream, existsSync, writeFileSync } from 'node:fs';
 import { type Kysely, sql } from 'kysely';
 import { connectDatabase } from '../src/db/connect.ts';
 import type { Database } from '../src/db/database.ts';
@@ -25,6 +26,8 @@ const CONCURRENCY = Number(arg('--concurrency', '4'));
 const OUT = arg('--out', '');
 /** Read the database's files once before measuring (see warmDatabase). */
 const WARM = process.argv.includes('--warm');
+/** SQLite: drop the database's files from the page cache before each kind (see evictDatabase). */
+const COLD = process.argv.includes('--cold');
 
 interface Sample {
   kind: string;
@@ -92,6 +95,19 @@ async function warmDatabase(db: Kysely<Database>, dialect: 'sqlite' | 'postgres'
   return `read ${Math.round(bytes / 2 ** 20)} MB in ${Math.round(performance.now() - started)} ms`;
 }
 
+/**
+ * Drops the SQLite database's file and WAL from the OS page cache (GNU dd's `iflag=nocache count=0` asks the kernel
+ * to drop the whole file's clean pages, posix_fadvise DONTNEED; no privilege needed), so each kind's first requests
+ * read from disk as they do once this machine has taken its page cache back. The server's own SQLite page caches
+ * stay as they are.
+ */
+function evictDatabase(): void {
+  const file = DB.replace(/^sqlite:/, '');
+  for (const path of [file, `${file}-wal`]) {
+    if (existsSync(path)) execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
+  }
+}
+
 function pick<T>(xs: T[]): T {
   return xs[Math.floor(Math.random() * xs.length)] as T;
 }
@@ -126,6 +142,7 @@ async function main(): Promise<void> {
     ),
   );
   if (WARM) console.log(`warmed the database: ${await warmDatabase(db, handle.dialect)}`);
+  if (COLD && handle.dialect !== 'sqlite') throw new Error('--cold evicts SQLite files only');
   await db.destroy();
   console.log(`world: ${JSON.stringify(counts)}`);
 
@@ -211,6 +228,7 @@ async function main(): Promise<void> {
     const loopLag: Record<string, number> = {};
     for (const [kind, templates] of Object.entries(kinds)) {
       if (templates.length === 0) continue;
+      if (COLD) evictDatabase();
       await eventLoopP99(server.base);
       const queue = Array.from({ length: Math.max(PER_KIND, templates.length) }, (_, i) =>
         concrete(kind, templates[i % templates.length] as string),
@@ -250,6 +268,7 @@ async function main(): Promise<void> {
     const result = {
       db: DB.replace(/\/\/[^@]*@/, '//'),
       warmed: WARM,
+      cold: COLD,
       world: counts,
       concurrency: CONCURRENCY,
       rows,

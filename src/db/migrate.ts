@@ -17,6 +17,7 @@ import { tagStandaloneMigration } from './migrations/0013-tag-standalone.ts';
 import { searchKindGinMigration } from './migrations/0014-search-kind-gin.ts';
 import { tagKeyFoldMigration } from './migrations/0015-tag-key-fold.ts';
 import { tagCountsAtCommitMigration } from './migrations/0016-tag-counts-at-commit.ts';
+import { associationColdReadsMigration } from './migrations/0017-association-cold-reads.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -37,6 +38,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0014-search-kind-gin': searchKindGinMigration(dialect),
     '0015-tag-key-fold': tagKeyFoldMigration(),
     '0016-tag-counts-at-commit': tagCountsAtCommitMigration(dialect),
+    '0017-association-cold-reads': associationColdReadsMigration(dialect),
   };
 }
 
