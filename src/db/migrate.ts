@@ -18,6 +18,7 @@ import { searchKindGinMigration } from './migrations/0014-search-kind-gin.ts';
 import { tagKeyFoldMigration } from './migrations/0015-tag-key-fold.ts';
 import { tagCountsAtCommitMigration } from './migrations/0016-tag-counts-at-commit.ts';
 import { associationColdReadsMigration } from './migrations/0017-association-cold-reads.ts';
+import { searchScopeIndexMigration } from './migrations/0018-search-scope-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -39,6 +40,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0015-tag-key-fold': tagKeyFoldMigration(),
     '0016-tag-counts-at-commit': tagCountsAtCommitMigration(dialect),
     '0017-association-cold-reads': associationColdReadsMigration(dialect),
+    '0018-search-scope-index': searchScopeIndexMigration(dialect),
   };
 }
 

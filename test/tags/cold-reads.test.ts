@@ -42,6 +42,14 @@ for (const dialect of testDialects().filter((d) => d.name === 'sqlite')) {
           [column, 'uuid', 'audience'],
         );
       }
+      // Search walks judge a match's scope in this index (migration 0018-search-scope-index).
+      const scope = await sql<{
+        name: string;
+      }>`select name from pragma_index_info('search_docs_scope') order by seqno`.execute(t.ctx.db);
+      assert.deepEqual(
+        scope.rows.map((r) => r.name),
+        ['id', 'kind', 'visibility', 'language'],
+      );
       const sorted = await get(t, '/tag-associations?sortby[user_uuid]=asc&sortby[tag_uuid]=asc', bob.token);
       const keys = sorted.data.map((a: { user_uuid: string }) => a.user_uuid);
       assert.deepEqual(keys, [...keys].sort());

@@ -513,12 +513,16 @@ export async function findMatchesById(
       order by d.id ${dir}`.execute(db);
     return r.rows.map(toCandidate);
   }
+  // Without text, each match is looked up in the (id, kind, visibility, language) index, not the table (migration
+  // 0018): a public match is judged without its row, which a deep page from disk must otherwise read for every match it
+  // skips. A walk of ranked candidates reads every row's text anyway, and the index would be one more lookup.
+  const docs = walk.withText ? sql`search_docs d` : sql`search_docs d indexed by search_docs_scope`;
   const walked = tables.map(({ table, lastPrefix }) => {
     const text = matchText(match, ftsKinds(scope), lastPrefix);
     const rowid = sql.ref(`${table}.rowid`);
     const bounds = idBounds(rowid, walk, rowidValue);
     return (columns: RawBuilder<unknown>) => sql`
-      select ${columns} from ${sql.table(table)} join search_docs d on d.id = ${rowid}
+      select ${columns} from ${sql.table(table)} join ${docs} on d.id = ${rowid}
       where ${sql.table(table)} match ${text} ${bounds} and ${where}
       order by ${rowid} ${dir}`;
   });
