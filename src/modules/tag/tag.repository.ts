@@ -142,14 +142,11 @@ export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<stri
     entries.map(([uuid, d]) => sql`when ${uuid} then ${d}`),
     sql` `,
   );
+  const uuids = entries.map(([uuid]) => uuid);
   await db
     .updateTable('tags')
     .set({ associations_count: sql`associations_count + (case uuid ${delta} end)` })
-    .where(
-      'uuid',
-      'in',
-      entries.map(([uuid]) => uuid),
-    )
+    .where('uuid', 'in', uuids)
     .execute();
 }
 
