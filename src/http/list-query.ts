@@ -386,18 +386,27 @@ export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
   return q;
 }
 
-/** Adds ordering (given keys, then the uuid tie-breaker; NULLs sort lowest on both engines) and the window. */
+/**
+ * Adds ordering (given keys, then the uuid tie-breaker; NULLs sort lowest on both engines) and the window.
+ * `sortMatches` (SQLite only): the caller knows from the exact count that the filters select few rows. SQLite's
+ * statistics hold only averages, so it prefers walking the sort's index and testing each row against the filters,
+ * which reads every row of the scope when few match (1.1 s from disk for the 0 `subtract` records among one user's
+ * 23,000). A unary `+` (a no-op on SQLite) makes each key an expression no index serves, so it reads the matching
+ * rows through the filters' index and sorts them.
+ */
 // biome-ignore lint/suspicious/noExplicitAny: the helper works on any table's select.
 export function applyOrderAndWindow<QB extends SelectQueryBuilder<any, any, any>>(
   qb: QB,
   lq: ListQuery,
   uuidColumn: string,
   defaultSort: ListQuery['sort'] = [],
+  sortMatches = false,
 ): QB {
   let q = qb;
   const sort = lq.sort.length > 0 ? lq.sort : defaultSort;
+  const ref = (column: string) => (sortMatches ? sql`+${sql.ref(column)}` : sql.ref(column));
   for (const s of sort) {
-    const key = sql`${sql.ref(s.column)} ${sql.raw(s.direction)}`;
+    const key = sql`${ref(s.column)} ${sql.raw(s.direction)}`;
     // The uuid is a primary key, never NULL: no NULLS clause, so PostgreSQL walks its default-ordered index either
     // way instead of sorting every visible row (2.7 s for a page at offset 10,000 of 1,000,000 associations).
     if (s.column === uuidColumn) q = q.orderBy(key) as QB;
@@ -408,7 +417,7 @@ export function applyOrderAndWindow<QB extends SelectQueryBuilder<any, any, any>
   // read from disk, 44 ms without the repeat.
   if (!sort.some((s) => s.column === uuidColumn)) {
     const tieDirection = sort.length > 0 ? (sort[sort.length - 1]?.direction ?? 'asc') : 'asc';
-    q = q.orderBy(sql.ref(uuidColumn), tieDirection) as QB;
+    q = q.orderBy(sql`${ref(uuidColumn)} ${sql.raw(tieDirection)}`) as QB;
   }
   return q.limit(lq.limit).offset(lq.offset) as QB;
 }

@@ -432,6 +432,29 @@ for (const dialect of testDialects()) {
       assert.deepEqual(noEnum.data, []);
     });
 
+    it('pages a filtered list in the order of the unfiltered one, and past its end with the exact total', async () => {
+      type Row = { uuid: string; event: string; points: number };
+      const all: Row[] = body(await list('')).data;
+      const newestPosts = all.filter((k) => k.event === 'postCreated').map((k) => k.uuid);
+      // Few matches: SQLite sorts them itself (sortMatches); the page is the same as walking the sort's index.
+      const page = body(await list('?filterby[event]=postCreated&limit=2&offset=1'));
+      assert.deepEqual(page.count, { offset: 1, limit: 2, total: 3 });
+      assert.deepEqual(
+        page.data.map((k: Row) => k.uuid),
+        newestPosts.slice(1, 3),
+      );
+      const byPoints = body(
+        await list('?filterby[karma_type]=add&sortby[points]=desc&sortby[created_at]=asc'),
+      );
+      assert.deepEqual(
+        byPoints.data.map((k: Row) => k.points),
+        all.map((k) => k.points).sort((a, b) => b - a),
+      );
+      const past = body(await list('?filterby[event]=postCreated&offset=3'));
+      assert.deepEqual(past.data, []);
+      assert.deepEqual(past.count, { offset: 3, limit: 20, total: 3 });
+    });
+
     it('fetches by uuids, ignoring other filters, and never another user record', async () => {
       const mine = body(await list('?limit=2')).data.map((k: { uuid: string }) => k.uuid);
       const daves = body(await list('', dave.token)).data.map((k: { uuid: string }) => k.uuid);

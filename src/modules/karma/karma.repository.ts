@@ -179,11 +179,20 @@ function ownRecords(db: Db, userUuid: string, lq: ListQuery) {
   return applyFilters(db.selectFrom('karma').where('user_uuid', '=', userUuid), lq, 'uuid');
 }
 
-/** One page of a user's records under the list query. */
-export async function listKarmaOfUser(db: Db, userUuid: string, lq: ListQuery): Promise<KarmaRow[]> {
-  return applyOrderAndWindow(ownRecords(db, userUuid, lq).selectAll(), lq, 'uuid', [
-    { column: 'created_at', direction: 'desc' },
-  ]).execute();
+/** One page of a user's records under the list query (`sortMatches`: see applyOrderAndWindow). */
+export async function listKarmaOfUser(
+  db: Db,
+  userUuid: string,
+  lq: ListQuery,
+  sortMatches = false,
+): Promise<KarmaRow[]> {
+  return applyOrderAndWindow(
+    ownRecords(db, userUuid, lq).selectAll(),
+    lq,
+    'uuid',
+    [{ column: 'created_at', direction: 'desc' }],
+    sortMatches,
+  ).execute();
 }
 
 /** The exact number of a user's records matching the list query's filters. */

@@ -351,6 +351,10 @@ export async function deleteKarmaRecord(ctx: Context, userUuid: string, uuid: st
   });
 }
 
+// Up to this many matches, SQLite reads a filtered page by the filters' index and sorts the matches (a few ms from
+// disk); past it, matches are common enough that walking the sort's index finds a page in few steps.
+const SORT_MATCHES_MAX = 1000;
+
 /** Properties of GET /karma that sortby and filterby accept, mapped to columns. */
 export const KARMA_WHITELIST: Whitelist = {
   uuid: { column: 'uuid', type: 'uuid' },
@@ -372,11 +376,20 @@ export async function listKarma(
   query: Record<string, unknown>,
 ): Promise<{ data: Karma[]; count: { offset: number; limit: number; total: number } }> {
   const lq: ListQuery = parseListQuery(query, KARMA_WHITELIST, LIST_MAX_OFFSET);
-  const [rows, total] = await Promise.all([
-    listKarmaOfUser(ctx.readDb, userUuid, lq),
-    countKarmaOfUser(ctx.readDb, userUuid, lq),
-  ]);
-  return { data: rows.map(toKarma), count: { offset: lq.offset, limit: lq.limit, total } };
+  const count = { offset: lq.offset, limit: lq.limit };
+  if (lq.filters.length === 0 || lq.uuids) {
+    const [rows, total] = await Promise.all([
+      listKarmaOfUser(ctx.readDb, userUuid, lq),
+      countKarmaOfUser(ctx.readDb, userUuid, lq),
+    ]);
+    return { data: rows.map(toKarma), count: { ...count, total } };
+  }
+  // Filtered: the exact count (an index lookup for the usual filters) comes first and chooses how the page is read.
+  const total = await countKarmaOfUser(ctx.readDb, userUuid, lq);
+  if (total <= lq.offset) return { data: [], count: { ...count, total } };
+  const sortMatches = ctx.dialect === 'sqlite' && total <= SORT_MATCHES_MAX;
+  const rows = await listKarmaOfUser(ctx.readDb, userUuid, lq, sortMatches);
+  return { data: rows.map(toKarma), count: { ...count, total } };
 }
 
 /** Result of the invariant check: who differs, out of how many users and records. */
