@@ -19,6 +19,7 @@ import { tagKeyFoldMigration } from './migrations/0015-tag-key-fold.ts';
 import { tagCountsAtCommitMigration } from './migrations/0016-tag-counts-at-commit.ts';
 import { associationColdReadsMigration } from './migrations/0017-association-cold-reads.ts';
 import { searchScopeIndexMigration } from './migrations/0018-search-scope-index.ts';
+import { connectionCoverMigration } from './migrations/0019-connection-cover.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -41,6 +42,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0016-tag-counts-at-commit': tagCountsAtCommitMigration(dialect),
     '0017-association-cold-reads': associationColdReadsMigration(dialect),
     '0018-search-scope-index': searchScopeIndexMigration(dialect),
+    '0019-connection-cover': connectionCoverMigration(dialect),
   };
 }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 const MISSING = '0190a000-0000-7000-8000-000000000000';
@@ -138,6 +139,37 @@ for (const dialect of testDialects()) {
       assert.equal(body(page).data.length, 1);
       const forA = await t.inject({ method: 'GET', url: '/connections', token: a.token });
       assert.equal(body(forA).count.total, 1);
+      // Sorted on either side's rows: b is the target of both, a the sender of one.
+      const byStatus = body(
+        await t.inject({ method: 'GET', url: '/connections?sortby[status]=desc', token: b.token }),
+      );
+      assert.deepEqual(
+        byStatus.data.map((k: { status: string; user_uuid: string }) => [k.status, k.user_uuid]),
+        [
+          ['pending', c.uuid],
+          ['confirmed', a.uuid],
+        ],
+      );
+      assert.deepEqual(Object.keys(byStatus.data[0]).sort(), [
+        'created_at',
+        'status',
+        'target_user_uuid',
+        'type',
+        'updated_at',
+        'user_uuid',
+        'uuid',
+      ]);
+      if (dialect.name === 'sqlite') {
+        // Migration 0019-connection-cover: both sides of the list are read from indexes alone.
+        const plan = await sql<{ detail: string }>`explain query plan
+          select uuid, user_uuid, target_user_uuid, status, created_at, updated_at from connections
+          where user_uuid = ${b.uuid} or target_user_uuid = ${b.uuid} order by status, uuid`.execute(
+          t.ctx.db,
+        );
+        const details = plan.rows.map((r) => r.detail).join('\n');
+        assert.match(details, /COVERING INDEX connections_user_cover/);
+        assert.match(details, /COVERING INDEX connections_target_cover/);
+      }
       for (const url of [
         '/connections?filterby[status][eq]=maybe',
         '/connections?filterby[secret][eq]=x',

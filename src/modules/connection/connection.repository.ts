@@ -67,6 +67,17 @@ export async function findConnectionsOfUser(db: Db, userUuid: string) {
     .execute();
 }
 
+// What a list shows of a connection: the columns each side's covering index holds (migration 0019), so SQLite reads
+// a page and its sort keys from those indexes, not the table.
+const LISTED_COLUMNS = [
+  'connections.uuid',
+  'connections.user_uuid',
+  'connections.target_user_uuid',
+  'connections.status',
+  'connections.created_at',
+  'connections.updated_at',
+] as const;
+
 /** One page of a user's connections, filtered and sorted by the list query, with the exact filtered total. */
 export async function listConnectionsOfUser(db: Db, userUuid: string, lq: ListQuery) {
   const base = applyFilters(
@@ -81,7 +92,7 @@ export async function listConnectionsOfUser(db: Db, userUuid: string, lq: ListQu
     lq,
     'connections.uuid',
   );
-  const rows = await applyOrderAndWindow(base.selectAll('connections'), lq, 'connections.uuid', [
+  const rows = await applyOrderAndWindow(base.select(LISTED_COLUMNS), lq, 'connections.uuid', [
     { column: 'connections.created_at', direction: 'desc' },
   ]).execute();
   const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

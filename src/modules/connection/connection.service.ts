@@ -13,7 +13,7 @@ import { CONNECTION_WHITELIST, type Connection } from './connection.schemas.ts';
 import type { ConnectionTable } from './connection.table.ts';
 
 /** Maps a connection row to the API object. */
-export function toConnection(row: Selectable<ConnectionTable>): Connection {
+export function toConnection(row: Omit<Selectable<ConnectionTable>, 'pair_key'>): Connection {
   return {
     uuid: row.uuid,
     type: 'connection',
