@@ -6,14 +6,13 @@
 // of cheap requests (GET /health, GET /tags/{uuid}) sent at the same time, and the server's own event-loop delay
 // p99 (perf_hooks.monitorEventLoopDelay through prom-client's nodejs_eventloop_lag_p99_seconds on /metrics).
 // The list of operations and their sortable/filterable properties comes from /openapi.json.
-import { execFileSync } from 'node:child_process';
-import { createReadStream, existsSync, writeFileSync } from 'node:fs';
-import { type Kysely, sql } from 'kysely';
+import { writeFileSync } from 'node:fs';
+import { sql } from 'kysely';
 import { connectDatabase } from '../src/db/connect.ts';
-import type { Database } from '../src/db/database.ts';
 import { LIST_MAX_OFFSET } from '../src/http/paging.ts';
 import { CLIENT, call, kill, login, startServer } from '../test/reliability/crash-harness.ts';
 import { operationsOf } from '../test/reliability/openapi-model.ts';
+import { evictDatabase, warmDatabase } from './page-cache.ts';
 
 function arg(flag: string, fallback: string): string {
   const i = process.argv.indexOf(flag);
@@ -59,55 +58,6 @@ async function eventLoopP99(base: string): Promise<number> {
   return m ? Number(m[1]) * 1000 : Number.NaN;
 }
 
-/**
- * Reads every file of the database once, so the measured requests find its pages in the OS page cache. On these
- * virtual machines the host reclaims page cache that has not been touched for a few minutes (kdamond), and the
- * first deep page of a random prefix then reads its blocks from disk: 1 to 1.8 s instead of 0.1 to 0.4 s
- * (docs/reliability.md, "Resource limits, fifth session"). SQLite: the file and its WAL; PostgreSQL: every table and
- * index through pg_prewarm's `read` mode (the extension is created if it is missing, which needs a superuser).
- */
-async function warmDatabase(db: Kysely<Database>, dialect: 'sqlite' | 'postgres'): Promise<string> {
-  const started = performance.now();
-  let bytes = 0;
-  if (dialect === 'sqlite') {
-    const file = DB.replace(/^sqlite:/, '');
-    for (const path of [file, `${file}-wal`]) {
-      try {
-        for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) bytes += chunk.length;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      }
-    }
-  } else {
-    await sql`create extension if not exists pg_prewarm`.execute(db);
-    // Reading 7 GB from disk takes longer than the connection's statement timeout (10 s, src/db/connect.ts).
-    const r = await db.transaction().execute(async (trx) => {
-      await sql`set local statement_timeout = 0`.execute(trx);
-      return sql<{ blocks: string }>`
-        select coalesce(sum(pg_prewarm(r.oid, 'read')), 0) as blocks from (
-          select oid from pg_class where relnamespace = 'public'::regnamespace and relkind in ('r', 'i')
-          union all
-          select reltoastrelid from pg_class where relnamespace = 'public'::regnamespace and reltoastrelid <> 0
-        ) r`.execute(trx);
-    });
-    bytes = Number(r.rows[0]?.blocks ?? 0) * 8192;
-  }
-  return `read ${Math.round(bytes / 2 ** 20)} MB in ${Math.round(performance.now() - started)} ms`;
-}
-
-/**
- * Drops the SQLite database's file and WAL from the OS page cache (GNU dd's `iflag=nocache count=0` asks the kernel
- * to drop the whole file's clean pages, posix_fadvise DONTNEED; no privilege needed), so each kind's first requests
- * read from disk as they do once this machine has taken its page cache back. The server's own SQLite page caches
- * stay as they are.
- */
-function evictDatabase(): void {
-  const file = DB.replace(/^sqlite:/, '');
-  for (const path of [file, `${file}-wal`]) {
-    if (existsSync(path)) execFileSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none']);
-  }
-}
-
 function pick<T>(xs: T[]): T {
   return xs[Math.floor(Math.random() * xs.length)] as T;
 }
@@ -141,7 +91,7 @@ async function main(): Promise<void> {
       ]),
     ),
   );
-  if (WARM) console.log(`warmed the database: ${await warmDatabase(db, handle.dialect)}`);
+  if (WARM) console.log(`warmed the database: ${await warmDatabase(DB, db, handle.dialect)}`);
   if (COLD && handle.dialect !== 'sqlite') throw new Error('--cold evicts SQLite files only');
   await db.destroy();
   console.log(`world: ${JSON.stringify(counts)}`);
@@ -228,7 +178,7 @@ async function main(): Promise<void> {
     const loopLag: Record<string, number> = {};
     for (const [kind, templates] of Object.entries(kinds)) {
       if (templates.length === 0) continue;
-      if (COLD) evictDatabase();
+      if (COLD) evictDatabase(DB);
       await eventLoopP99(server.base);
       const queue = Array.from({ length: Math.max(PER_KIND, templates.length) }, (_, i) =>
         concrete(kind, templates[i % templates.length] as string),

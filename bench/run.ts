@@ -1,5 +1,5 @@
 // Benchmark harness: `npm run bench -- [--quick] [--db URL] [--duration S] [--connections N] [--workers N]
-//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX]`.
+//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--warm]`.
 // Seeds the database when it is empty, starts the API on it in its own process (WORKERS=N), the floor server in
 // another, drives both with autocannon from this process, times the Lemmy-style LIKE '%term%' searches on the same
 // database in process, and writes its section of docs/benchmarks.md (other sections and notes stay).
@@ -12,6 +12,7 @@ import { BENCH_USERNAME } from '../src/cli/seed/world.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { compactIndex } from '../src/modules/search/search.repository.ts';
+import { warmDatabase } from './page-cache.ts';
 import { BENCH_POST_TEXT, NO_CACHE, type Scenario, scenarios } from './scenarios.ts';
 
 interface Options {
@@ -27,6 +28,8 @@ interface Options {
   likeRuns: number;
   /** Only the scenarios whose name matches (a regular expression). */
   only: RegExp | undefined;
+  /** Read the database into the OS page cache before the API starts (bench/page-cache.ts). */
+  warm: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -50,6 +53,7 @@ function parseArgs(argv: string[]): Options {
     out: get('--out') ?? 'docs/benchmarks.md',
     likeRuns: Number(get('--like-runs') ?? (quick ? 20 : 10)),
     only: get('--only') === undefined ? undefined : new RegExp(get('--only') as string),
+    warm: argv.includes('--warm'),
   };
 }
 
@@ -145,6 +149,16 @@ function percentile(values: number[], p: number): number {
 const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** Seeds the database through the world generator when it has no users yet. */
+/** Reads the whole database once (see warmDatabase), with its own connection. */
+async function warm(url: string): Promise<string> {
+  const handle = connectDatabase(url, { poolSize: 1 });
+  try {
+    return await warmDatabase(url, handle.db, handle.dialect);
+  } finally {
+    await handle.db.destroy();
+  }
+}
+
 async function seedIfEmpty(opts: Options): Promise<string> {
   // Migrations (e.g. a reindex) may rewrite every row of a big world: no 10 s statement timeout here.
   const handle = connectDatabase(opts.db, { poolSize: 1, statementTimeoutMs: 3_600_000 });
@@ -328,6 +342,8 @@ async function main(): Promise<void> {
   const started = Date.now();
   const world = await seedIfEmpty(opts);
   console.log(world);
+  const warmed = opts.warm ? await warm(opts.db) : undefined;
+  if (warmed) console.log(`warmed the database: ${warmed}`);
   const env = {
     DATABASE_URL: opts.db,
     PORT: String(API_PORT),
@@ -424,6 +440,7 @@ async function main(): Promise<void> {
         .map((l) => l.toFixed(1))
         .join(' ')}.`,
       `Database ${opts.db.replace(/\/\/[^@]*@/, '//')} (${world}); ${opts.connections} connections, ${opts.duration} s per scenario;`,
+      ...(warmed ? [`Warmed first (\`--warm\`): ${warmed}.`] : []),
       `API workers: ${opts.workers}. Latencies are autocannon's (whole milliseconds); errors are requests autocannon gave up on after 10 s. Run took ${Math.round((Date.now() - started) / 1000)} s, finished ${new Date().toISOString()}.`,
       '',
       '| scenario | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | API RSS MB | event-loop p99 ms | ratio to floor |',
