@@ -392,7 +392,8 @@ export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
  * statistics hold only averages, so it prefers walking the sort's index and testing each row against the filters,
  * which reads every row of the scope when few match (1.1 s from disk for the 0 `subtract` records among one user's
  * 23,000). A unary `+` (a no-op on SQLite) makes each key an expression no index serves, so it reads the matching
- * rows through the filters' index and sorts them.
+ * rows through the filters' index and sorts them. Never set it on PostgreSQL, where `+` on a text column is an error
+ * (its statistics per column already weigh a selective filter).
  */
 // biome-ignore lint/suspicious/noExplicitAny: the helper works on any table's select.
 export function applyOrderAndWindow<QB extends SelectQueryBuilder<any, any, any>>(

@@ -352,7 +352,10 @@ export async function deleteKarmaRecord(ctx: Context, userUuid: string, uuid: st
 }
 
 // Up to this many matches, SQLite reads a filtered page by the filters' index and sorts the matches (a few ms from
-// disk); past it, matches are common enough that walking the sort's index finds a page in few steps.
+// disk); past it, matches are common enough that walking the sort's index finds a page in few steps. The walk's cost
+// also grows with the offset (it reads about offset / matches of the caller's records), which the count alone
+// cannot weigh against the size of the scope: a deep page of a few thousand matches among many records still walks.
+// One author has at most a few tens of thousands of records, so that worst case stays bounded.
 const SORT_MATCHES_MAX = 1000;
 
 /** Properties of GET /karma that sortby and filterby accept, mapped to columns. */
@@ -377,14 +380,16 @@ export async function listKarma(
 ): Promise<{ data: Karma[]; count: { offset: number; limit: number; total: number } }> {
   const lq: ListQuery = parseListQuery(query, KARMA_WHITELIST, LIST_MAX_OFFSET);
   const count = { offset: lq.offset, limit: lq.limit };
-  if (lq.filters.length === 0 || lq.uuids) {
+  // PostgreSQL weighs a selective filter from its own statistics: count and page at once, as for unfiltered lists.
+  if (lq.filters.length === 0 || lq.uuids || ctx.dialect === 'postgres') {
     const [rows, total] = await Promise.all([
       listKarmaOfUser(ctx.readDb, userUuid, lq),
       countKarmaOfUser(ctx.readDb, userUuid, lq),
     ]);
     return { data: rows.map(toKarma), count: { ...count, total } };
   }
-  // Filtered: the exact count (an index lookup for the usual filters) comes first and chooses how the page is read.
+  // Filtered, on SQLite: the exact count (an index lookup for the usual filters) comes first and chooses how the
+  // page is read.
   const total = await countKarmaOfUser(ctx.readDb, userUuid, lq);
   if (total <= lq.offset) return { data: [], count: { ...count, total } };
   const sortMatches = ctx.dialect === 'sqlite' && total <= SORT_MATCHES_MAX;
