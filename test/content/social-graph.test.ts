@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
+import { parseListQuery } from '../../src/http/list-query.ts';
+import { LIST_MAX_OFFSET } from '../../src/http/paging.ts';
+import { connectionPageQuery } from '../../src/modules/connection/connection.repository.ts';
+import { CONNECTION_WHITELIST } from '../../src/modules/connection/connection.schemas.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 const MISSING = '0190a000-0000-7000-8000-000000000000';
@@ -161,10 +165,13 @@ for (const dialect of testDialects()) {
       ]);
       if (dialect.name === 'sqlite') {
         // Migration 0019-connection-cover: both sides of the list are read from indexes alone.
-        const plan = await sql<{ detail: string }>`explain query plan
-          select uuid, user_uuid, target_user_uuid, status, created_at, updated_at from connections
-          where user_uuid = ${b.uuid} or target_user_uuid = ${b.uuid} order by status, uuid`.execute(
+        const page = connectionPageQuery(
           t.ctx.db,
+          b.uuid,
+          parseListQuery({ sortby: { status: 'desc' } }, CONNECTION_WHITELIST, LIST_MAX_OFFSET),
+        ).compile();
+        const plan = await t.ctx.db.executeQuery<{ detail: string }>(
+          CompiledQuery.raw(`explain query plan ${page.sql}`, [...page.parameters]),
         );
         const details = plan.rows.map((r) => r.detail).join('\n');
         assert.match(details, /COVERING INDEX connections_user_cover/);

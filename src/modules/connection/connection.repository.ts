@@ -78,9 +78,9 @@ const LISTED_COLUMNS = [
   'connections.updated_at',
 ] as const;
 
-/** One page of a user's connections, filtered and sorted by the list query, with the exact filtered total. */
-export async function listConnectionsOfUser(db: Db, userUuid: string, lq: ListQuery) {
-  const base = applyFilters(
+/** A user's connections under the list query's filters (paging aside), either side. */
+function connectionsOf(db: Db, userUuid: string, lq: ListQuery) {
+  return applyFilters(
     db
       .selectFrom('connections')
       .where((eb) =>
@@ -92,9 +92,20 @@ export async function listConnectionsOfUser(db: Db, userUuid: string, lq: ListQu
     lq,
     'connections.uuid',
   );
-  const rows = await applyOrderAndWindow(base.select(LISTED_COLUMNS), lq, 'connections.uuid', [
+}
+
+/** The query of one page of a user's connections, filtered and sorted by the list query (unexecuted). */
+export function connectionPageQuery(db: Db, userUuid: string, lq: ListQuery) {
+  return applyOrderAndWindow(connectionsOf(db, userUuid, lq).select(LISTED_COLUMNS), lq, 'connections.uuid', [
     { column: 'connections.created_at', direction: 'desc' },
-  ]).execute();
-  const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  ]);
+}
+
+/** One page of a user's connections, filtered and sorted by the list query, with the exact filtered total. */
+export async function listConnectionsOfUser(db: Db, userUuid: string, lq: ListQuery) {
+  const rows = await connectionPageQuery(db, userUuid, lq).execute();
+  const total = await connectionsOf(db, userUuid, lq)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return { rows, total: Number(total.n) };
 }
