@@ -148,7 +148,6 @@ function percentile(values: number[], p: number): number {
 
 const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-/** Seeds the database through the world generator when it has no users yet. */
 /** Reads the whole database once (see warmDatabase), with its own connection. */
 async function warm(url: string): Promise<string> {
   const handle = connectDatabase(url, { poolSize: 1 });
@@ -159,6 +158,7 @@ async function warm(url: string): Promise<string> {
   }
 }
 
+/** Seeds the database through the world generator when it has no users yet. */
 async function seedIfEmpty(opts: Options): Promise<string> {
   // Migrations (e.g. a reindex) may rewrite every row of a big world: no 10 s statement timeout here.
   const handle = connectDatabase(opts.db, { poolSize: 1, statementTimeoutMs: 3_600_000 });
