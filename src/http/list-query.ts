@@ -386,39 +386,64 @@ export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
   return q;
 }
 
-/**
- * Adds ordering (given keys, then the uuid tie-breaker; NULLs sort lowest on both engines) and the window.
- * `sortMatches` (SQLite only): the caller knows from the exact count that the filters select few rows. SQLite's
- * statistics hold only averages, so it prefers walking the sort's index and testing each row against the filters,
- * which reads every row of the scope when few match (1.1 s from disk for the 0 `subtract` records among one user's
- * 23,000). A unary `+` (a no-op on SQLite) makes each key an expression no index serves, so it reads the matching
- * rows through the filters' index and sorts them. Never set it on PostgreSQL, where `+` on a text column is an error
- * (its statistics per column already weigh a selective filter).
- */
+/** The offset from which PostgreSQL lists read a page by a late row lookup (WindowOptions.lateRowsFrom). */
+export const LATE_ROWS_OFFSET = 1000;
+
+/** How applyOrderAndWindow reads a page, where the caller knows better than the engine. */
+export interface WindowOptions {
+  /**
+   * SQLite only: the caller knows from the exact count that the filters select few rows. SQLite's statistics hold
+   * only averages, so it prefers walking the sort's index and testing each row against the filters, which reads
+   * every row of the scope when few match (1.1 s from disk for the 0 `subtract` records among one user's 23,000). A
+   * unary `+` (a no-op on SQLite) makes each key an expression no index serves, so it reads the matching rows through
+   * the filters' index and sorts them. Never on PostgreSQL, where `+` on a text column is an error (its statistics
+   * per column already weigh a selective filter).
+   */
+  sortMatches?: boolean;
+  /**
+   * From this offset on, the window's uuids are chosen first, with the uuid as the only column, and only those rows
+   * are read (a late row lookup). PostgreSQL's index scan fetches the table row of every row an offset skips, where
+   * an index-only scan of the same index reads none: bench_user's karma by uuid at offset 10,000 took 522 ms from a
+   * cold cache, 26 ms this way (docs/reliability.md, "Resource limits, tenth session"). Undefined: never.
+   */
+  lateRowsFrom?: number;
+}
+
+/** Adds ordering (given keys, then the uuid tie-breaker; NULLs sort lowest on both engines) and the window. */
 // biome-ignore lint/suspicious/noExplicitAny: the helper works on any table's select.
 export function applyOrderAndWindow<QB extends SelectQueryBuilder<any, any, any>>(
   qb: QB,
   lq: ListQuery,
   uuidColumn: string,
   defaultSort: ListQuery['sort'] = [],
-  sortMatches = false,
+  options: WindowOptions = {},
 ): QB {
-  let q = qb;
   const sort = lq.sort.length > 0 ? lq.sort : defaultSort;
-  const ref = (column: string) => (sortMatches ? sql`+${sql.ref(column)}` : sql.ref(column));
-  for (const s of sort) {
-    const key = sql`${ref(s.column)} ${sql.raw(s.direction)}`;
-    // The uuid is a primary key, never NULL: no NULLS clause, so PostgreSQL walks its default-ordered index either
-    // way instead of sorting every visible row (2.7 s for a page at offset 10,000 of 1,000,000 associations).
-    if (s.column === uuidColumn) q = q.orderBy(key) as QB;
-    else q = q.orderBy(sql`${key} ${sql.raw(s.direction === 'asc' ? 'nulls first' : 'nulls last')}`) as QB;
+  const ref = (column: string) => (options.sortMatches ? sql`+${sql.ref(column)}` : sql.ref(column));
+  // biome-ignore lint/suspicious/noExplicitAny: ordering applies to the page query and to its uuid window alike.
+  const ordered = <Q extends SelectQueryBuilder<any, any, any>>(query: Q): Q => {
+    let q = query;
+    for (const s of sort) {
+      const key = sql`${ref(s.column)} ${sql.raw(s.direction)}`;
+      // The uuid is a primary key, never NULL: no NULLS clause, so PostgreSQL walks its default-ordered index either
+      // way instead of sorting every visible row (2.7 s for a page at offset 10,000 of 1,000,000 associations).
+      if (s.column === uuidColumn) q = q.orderBy(key) as Q;
+      else q = q.orderBy(sql`${key} ${sql.raw(s.direction === 'asc' ? 'nulls first' : 'nulls last')}`) as Q;
+    }
+    // A sort that names the uuid is total already. Naming it twice made SQLite sort the rows itself ("USE TEMP
+    // B-TREE FOR RIGHT PART OF ORDER BY"), reading every skipped row's columns: 0.8 s for a deep
+    // `/karma?sortby[uuid]` page read from disk, 44 ms without the repeat.
+    if (!sort.some((s) => s.column === uuidColumn)) {
+      const tieDirection = sort.length > 0 ? (sort[sort.length - 1]?.direction ?? 'asc') : 'asc';
+      q = q.orderBy(sql`${ref(uuidColumn)} ${sql.raw(tieDirection)}`) as Q;
+    }
+    return q;
+  };
+  if (options.lateRowsFrom === undefined || lq.offset < options.lateRowsFrom) {
+    return ordered(qb).limit(lq.limit).offset(lq.offset) as QB;
   }
-  // A sort that names the uuid is total already. Naming it twice made SQLite sort the rows itself ("USE TEMP B-TREE
-  // FOR RIGHT PART OF ORDER BY"), reading every skipped row's columns: 0.8 s for a deep `/karma?sortby[uuid]` page
-  // read from disk, 44 ms without the repeat.
-  if (!sort.some((s) => s.column === uuidColumn)) {
-    const tieDirection = sort.length > 0 ? (sort[sort.length - 1]?.direction ?? 'asc') : 'asc';
-    q = q.orderBy(sql`${ref(uuidColumn)} ${sql.raw(tieDirection)}`) as QB;
-  }
-  return q.limit(lq.limit).offset(lq.offset) as QB;
+  const window = ordered(qb.clearSelect().select(sql.ref(uuidColumn).as('window_uuid')))
+    .limit(lq.limit)
+    .offset(lq.offset);
+  return ordered(qb.where(sql.ref(uuidColumn), 'in', window)).limit(lq.limit) as QB;
 }

@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiError } from '../../src/http/errors.ts';
-import { likeToEnumValues, parseListQuery, type Whitelist } from '../../src/http/list-query.ts';
+import {
+  applyOrderAndWindow,
+  likeToEnumValues,
+  parseListQuery,
+  type Whitelist,
+} from '../../src/http/list-query.ts';
 import { resolveWindow } from '../../src/http/paging.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { createPost } from '../tags/support.ts';
 
 const whitelist: Whitelist = {
   uuid: { column: 'uuid', type: 'uuid' },
@@ -204,6 +210,64 @@ for (const dialect of testDialects()) {
         token: t.guest,
       });
       assert.equal(leap.statusCode, 200, leap.body);
+    });
+  });
+}
+
+for (const dialect of testDialects()) {
+  describe(`late row lookup of deep pages [${dialect.name}]`, () => {
+    let t: TestApp;
+    let author: TestUser;
+    before(async () => {
+      t = await startTestApp(dialect);
+      author = await t.createUser();
+      for (let i = 0; i < 6; i++) await createPost(t, author, `late rows ${i} #late${i % 2}`);
+    });
+    after(async () => t?.close());
+
+    it('reads the same page as the plain window, for every sort and offset', async () => {
+      const whitelist: Whitelist = {
+        uuid: { column: 'uuid', type: 'uuid' },
+        points: { column: 'points', type: 'integer' },
+        created_at: { column: 'created_at', type: 'datetime' },
+      };
+      const records = () => t.ctx.db.selectFrom('karma').selectAll().where('user_uuid', '=', author.uuid);
+      const uuids = (rows: { uuid: string }[]) => rows.map((r) => r.uuid);
+      const all = uuids(
+        await applyOrderAndWindow(
+          records(),
+          parseListQuery({ limit: 100 }, whitelist, 1000),
+          'uuid',
+        ).execute(),
+      );
+      assert.ok(all.length >= 6, `${all.length} karma records`);
+      for (const sortby of [
+        {},
+        { uuid: 'desc' },
+        { points: 'asc', created_at: 'desc' },
+        { created_at: 'asc' },
+      ]) {
+        for (const offset of [0, 1, 4]) {
+          const lq = parseListQuery({ sortby, offset, limit: 2 }, whitelist, 1000);
+          const plain = uuids(await applyOrderAndWindow(records(), lq, 'uuid').execute());
+          const late = uuids(
+            await applyOrderAndWindow(records(), lq, 'uuid', [], { lateRowsFrom: 0 }).execute(),
+          );
+          assert.deepEqual(late, plain, JSON.stringify({ sortby, offset }));
+          assert.equal(plain.length, Math.min(2, all.length - offset));
+        }
+      }
+      // Below the threshold the window is the plain one; past the last row both are empty.
+      const shallow = parseListQuery({ offset: 1, limit: 2 }, whitelist, 1000);
+      assert.deepEqual(
+        uuids(await applyOrderAndWindow(records(), shallow, 'uuid', [], { lateRowsFrom: 5 }).execute()),
+        all.slice(1, 3),
+      );
+      const past = parseListQuery({ offset: all.length, limit: 2 }, whitelist, 1000);
+      assert.deepEqual(
+        await applyOrderAndWindow(records(), past, 'uuid', [], { lateRowsFrom: 0 }).execute(),
+        [],
+      );
     });
   });
 }

@@ -1,6 +1,11 @@
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import { applyFilters, applyOrderAndWindow, type ListQuery } from '../../http/list-query.ts';
+import {
+  applyFilters,
+  applyOrderAndWindow,
+  type ListQuery,
+  type WindowOptions,
+} from '../../http/list-query.ts';
 import type { KarmaTable } from './karma.table.ts';
 
 /** A stored karma record. */
@@ -179,19 +184,19 @@ function ownRecords(db: Db, userUuid: string, lq: ListQuery) {
   return applyFilters(db.selectFrom('karma').where('user_uuid', '=', userUuid), lq, 'uuid');
 }
 
-/** One page of a user's records under the list query (`sortMatches`: see applyOrderAndWindow). */
+/** One page of a user's records under the list query (`options`: see applyOrderAndWindow). */
 export async function listKarmaOfUser(
   db: Db,
   userUuid: string,
   lq: ListQuery,
-  sortMatches = false,
+  options: WindowOptions = {},
 ): Promise<KarmaRow[]> {
   return applyOrderAndWindow(
     ownRecords(db, userUuid, lq).selectAll(),
     lq,
     'uuid',
     [{ column: 'created_at', direction: 'desc' }],
-    sortMatches,
+    options,
   ).execute();
 }
 

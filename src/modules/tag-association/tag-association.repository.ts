@@ -8,7 +8,13 @@ import {
 } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
-import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
+import {
+  applyFilters,
+  applyOrderAndWindow,
+  LATE_ROWS_OFFSET,
+  type ListQuery,
+  type Whitelist,
+} from '../../http/list-query.ts';
 import { TARGET_TYPES } from '../target/target.repository.ts';
 import type { TagAssociationTable } from './tag-association.table.ts';
 
@@ -176,7 +182,9 @@ export async function listAssociationRows(
   viewer: string | null,
 ): Promise<TagAssociationRow[]> {
   const q = listBase(db, dialect, lq, language).where(targetVisibleTo(viewer)).select(COLUMNS);
-  return applyOrderAndWindow(q, lq, 'uuid', [{ column: 'created_at', direction: 'desc' }]).execute();
+  return applyOrderAndWindow(q, lq, 'uuid', [{ column: 'created_at', direction: 'desc' }], {
+    lateRowsFrom: dialect === 'postgres' ? LATE_ROWS_OFFSET : undefined,
+  }).execute();
 }
 
 /**
