@@ -1,5 +1,6 @@
 import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import { Type } from 'typebox';
+import type { Dialect } from '../db/database.ts';
 import { ApiError, type ErrorDetail } from './errors.ts';
 import { resolveWindow, type Window } from './paging.ts';
 
@@ -387,7 +388,7 @@ export function applyFilters<QB extends SelectQueryBuilder<any, any, any>>(
 }
 
 /** The offset from which PostgreSQL lists read a page by a late row lookup (WindowOptions.lateRowsFrom). */
-export const LATE_ROWS_OFFSET = 1000;
+const LATE_ROWS_OFFSET = 1000;
 
 /** How applyOrderAndWindow reads a page, where the caller knows better than the engine. */
 export interface WindowOptions {
@@ -407,6 +408,11 @@ export interface WindowOptions {
    * cold cache, 26 ms this way (docs/reliability.md, "Resource limits, tenth session"). Undefined: never.
    */
   lateRowsFrom?: number;
+}
+
+/** The late row lookup of deep pages where it pays: PostgreSQL from LATE_ROWS_OFFSET on; SQLite never. */
+export function lateRowsFor(dialect: Dialect): WindowOptions {
+  return dialect === 'postgres' ? { lateRowsFrom: LATE_ROWS_OFFSET } : {};
 }
 
 /** Adds ordering (given keys, then the uuid tie-breaker; NULLs sort lowest on both engines) and the window. */

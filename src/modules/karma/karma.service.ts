@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.ts';
 import { cachedRead, type RequestVersion } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
-import { LATE_ROWS_OFFSET, type ListQuery, parseListQuery, type Whitelist } from '../../http/list-query.ts';
+import { type ListQuery, lateRowsFor, parseListQuery, type Whitelist } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
 import { findTarget, TARGET_TYPES, type TargetKind } from '../target/target.repository.ts';
 import {
@@ -382,9 +382,8 @@ export async function listKarma(
   const count = { offset: lq.offset, limit: lq.limit };
   // PostgreSQL weighs a selective filter from its own statistics: count and page at once, as for unfiltered lists.
   if (lq.filters.length === 0 || lq.uuids || ctx.dialect === 'postgres') {
-    const late = ctx.dialect === 'postgres' ? { lateRowsFrom: LATE_ROWS_OFFSET } : {};
     const [rows, total] = await Promise.all([
-      listKarmaOfUser(ctx.readDb, userUuid, lq, late),
+      listKarmaOfUser(ctx.readDb, userUuid, lq, lateRowsFor(ctx.dialect)),
       countKarmaOfUser(ctx.readDb, userUuid, lq),
     ]);
     return { data: rows.map(toKarma), count: { ...count, total } };
@@ -393,8 +392,7 @@ export async function listKarma(
   // page is read.
   const total = await countKarmaOfUser(ctx.readDb, userUuid, lq);
   if (total <= lq.offset) return { data: [], count: { ...count, total } };
-  const sortMatches = ctx.dialect === 'sqlite' && total <= SORT_MATCHES_MAX;
-  const rows = await listKarmaOfUser(ctx.readDb, userUuid, lq, { sortMatches });
+  const rows = await listKarmaOfUser(ctx.readDb, userUuid, lq, { sortMatches: total <= SORT_MATCHES_MAX });
   return { data: rows.map(toKarma), count: { ...count, total } };
 }
 

@@ -11,8 +11,8 @@ import { PREPARED } from '../../db/prepared-statements.ts';
 import {
   applyFilters,
   applyOrderAndWindow,
-  LATE_ROWS_OFFSET,
   type ListQuery,
+  lateRowsFor,
   type Whitelist,
 } from '../../http/list-query.ts';
 import { TARGET_TYPES } from '../target/target.repository.ts';
@@ -182,9 +182,13 @@ export async function listAssociationRows(
   viewer: string | null,
 ): Promise<TagAssociationRow[]> {
   const q = listBase(db, dialect, lq, language).where(targetVisibleTo(viewer)).select(COLUMNS);
-  return applyOrderAndWindow(q, lq, 'uuid', [{ column: 'created_at', direction: 'desc' }], {
-    lateRowsFrom: dialect === 'postgres' ? LATE_ROWS_OFFSET : undefined,
-  }).execute();
+  return applyOrderAndWindow(
+    q,
+    lq,
+    'uuid',
+    [{ column: 'created_at', direction: 'desc' }],
+    lateRowsFor(dialect),
+  ).execute();
 }
 
 /**
