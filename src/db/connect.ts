@@ -47,6 +47,9 @@ export interface ConnectOptions {
   groupCommit?: boolean | GroupCommitOptions;
 }
 
+/** Pages a PostgreSQL bitmap heap scan asks the OS to prefetch (docs/search.md, "Deep pages from disk"). */
+const PG_IO_CONCURRENCY = 64;
+
 /** Opens the database named by a DATABASE_URL (sqlite:PATH or postgres://...). */
 export function connectDatabase(url: string, options: ConnectOptions = {}): DbHandle {
   if (url.startsWith('sqlite:')) {
@@ -105,6 +108,10 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
   // pg_terminate_backend) would emit an unhandled 'error' and kill the process. The query itself still rejects.
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    // A deep search page reads thousands of scattered heap pages through a bitmap scan; the server's default of 1
+    // reads them one at a time from disk (2.1 s for one cold page here, 0.57 s with prefetching). Servers without
+    // posix_fadvise refuse the setting, which then stays at their default. Queued before any query of the client.
+    client.query(`set effective_io_concurrency = ${PG_IO_CONCURRENCY}`).catch(() => {});
     prepareStatements(client);
   });
   const db = new RetryingKysely<Database>({ dialect: new PostgresDialect({ pool }) });

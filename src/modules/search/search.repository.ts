@@ -478,18 +478,40 @@ export async function findMatchesById(
       walk.offset,
       walk.limit,
     );
-    const page = recent.rows;
+    let page = recent.rows;
     if (recent.total === walk.offset + walk.limit || (walk.afterId ?? 0) >= above) return page;
+    let skipped = recent.total;
+    let top = above;
+    const step = olderStep(walk, lowest, recent.total);
+    if (step !== undefined) {
+      // The recent range's own count of matches is the better density: the older ids expected to hold the rest,
+      // with a margin, are asked next (docs/search.md, "Deep pages from disk (PostgreSQL)").
+      const range = { ...walk, beforeId: above + 1, afterId: step };
+      const offset = Math.max(0, walk.offset - skipped);
+      const limit = walk.limit - page.length;
+      const older = await pgWalkCounted(
+        db,
+        match,
+        scope,
+        { ...range, forceWalk: await fewDocsOfKind(db, scope.kinds, range) },
+        offset,
+        limit,
+      );
+      page = page.concat(older.rows);
+      if (older.total === offset + limit) return page;
+      skipped += older.total;
+      top = step;
+    }
     const older = await pgWalk(
       db,
       match,
       scope,
       {
         ...walk,
-        beforeId: above + 1,
-        forceWalk: await fewDocsOfKind(db, scope.kinds, { ...walk, beforeId: above + 1 }),
+        beforeId: top + 1,
+        forceWalk: await fewDocsOfKind(db, scope.kinds, { ...walk, beforeId: top + 1 }),
       },
-      Math.max(0, walk.offset - recent.total),
+      Math.max(0, walk.offset - skipped),
       walk.limit - page.length,
     );
     return page.concat(older);
@@ -557,6 +579,23 @@ export async function findMatchesById(
     where d.id in (${sql.join(ids.map(rowidValue))})`.execute(db);
   const byId = new Map(r.rows.map((row) => [Number(row.id), toCandidate(row)]));
   return ids.map((id) => byId.get(id)).filter((c) => c !== undefined);
+}
+
+/** The older range of a short first walk holds this many times the matches still needed, by the first's density. */
+const OLDER_MARGIN = 2;
+
+/**
+ * The lower id bound of the older range a PostgreSQL walk asks next when its recent range (ids `lowest` to
+ * `walk.beforeId`, holding `found` matches) fell short of the window, or undefined when that range gives no density
+ * or the bound would not narrow the walk. Unbounded, the older walk's GIN plan reads the heap row of every match of
+ * the word, which from disk took 1-2 s for one deep page; bounded, PostgreSQL intersects the GIN and id indexes first.
+ */
+function olderStep(walk: IdWalk, lowest: number, found: number): number | undefined {
+  if (found === 0 || walk.beforeId === undefined || walk.beforeId <= lowest) return undefined;
+  const needed = walk.offset + walk.limit - found;
+  const ids = Math.ceil((OLDER_MARGIN * needed * (walk.beforeId - lowest)) / found);
+  const step = lowest - ids;
+  return step > (walk.afterId ?? 0) ? step : undefined;
 }
 
 /** Newest ids of the searched kinds whose matches estimate a query's density for a deep walk (PostgreSQL). */
