@@ -20,6 +20,7 @@ import { tagCountsAtCommitMigration } from './migrations/0016-tag-counts-at-comm
 import { associationColdReadsMigration } from './migrations/0017-association-cold-reads.ts';
 import { searchScopeIndexMigration } from './migrations/0018-search-scope-index.ts';
 import { connectionCoverMigration } from './migrations/0019-connection-cover.ts';
+import { searchMessagePartyTokensMigration } from './migrations/0020-search-message-party-tokens.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -43,6 +44,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0017-association-cold-reads': associationColdReadsMigration(dialect),
     '0018-search-scope-index': searchScopeIndexMigration(dialect),
     '0019-connection-cover': connectionCoverMigration(dialect),
+    '0020-search-message-party-tokens': searchMessagePartyTokensMigration(dialect),
   };
 }
 

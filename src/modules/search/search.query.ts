@@ -30,10 +30,20 @@ export function isPrefixTerm(terms: string[], i: number): boolean {
   return i === terms.length - 1 && [...(terms[i] ?? '')].length >= MIN_PREFIX;
 }
 
-/** Which kinds an FTS5 match keeps: only some, or all but some. */
+/** Which kinds an FTS5 match keeps: only some, or all but some; of the messages, only those of `party` if given. */
 export interface FtsKinds {
   only?: readonly string[] | undefined;
   except?: readonly string[] | undefined;
+  /** A partyToken: messages are kept only when it is one of their two parties. */
+  party?: string | undefined;
+}
+
+/**
+ * The token of a user as a party of a message in the FTS5 `kind` column (SQLite, migration 0020): `u` and the uuid
+ * without its dashes, one token for the tokenizer. The migration's triggers write the same from the row.
+ */
+export function partyToken(userUuid: string): string {
+  return `u${userUuid.replaceAll('-', '').toLowerCase()}`;
 }
 
 /** Longest prefix the plain FTS5 index has a prefix index for (migration 0002-search: prefix='2 3 4 5'). */
@@ -61,8 +71,13 @@ export function ftsMatch(
   });
   const list = (k: readonly string[]) => `kind : (${k.map((x) => `"${x}"`).join(' OR ')})`;
   let text = `{title body} : (${words.join(' AND ')})`;
+  const messagesOnly = kinds.only?.length === 1 && kinds.only[0] === 'messages';
+  if (kinds.party && messagesOnly) return `kind : ${quoted(kinds.party)} AND ${text}`;
   if (kinds.only) text = `${list(kinds.only)} AND ${text}`;
   if (kinds.except && kinds.except.length > 0) text = `${text} NOT ${list(kinds.except)}`;
+  const withMessages = kinds.only ? kinds.only.includes('messages') : !kinds.except?.includes('messages');
+  // Only messages carry party tokens: the other kinds pass, and of the messages those of the party.
+  if (kinds.party && withMessages) text = `${text} NOT (kind : "messages" NOT kind : ${quoted(kinds.party)})`;
   return text;
 }
 

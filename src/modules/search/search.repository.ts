@@ -4,7 +4,7 @@ import { DOC_TABLES, PG_STEMMERS, SQLITE_DOC_SOURCES } from '../../db/migrations
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { tagVisibleTo } from '../tag-association/tag-association.repository.ts';
-import { type FtsKinds, ftsMatch, isPrefixTerm, LONGEST_PREFIX_INDEX } from './search.query.ts';
+import { type FtsKinds, ftsMatch, isPrefixTerm, LONGEST_PREFIX_INDEX, partyToken } from './search.query.ts';
 
 /** Kinds of item in the search index. */
 export const DOC_KINDS = ['user', 'network', 'post', 'comment', 'media', 'messages'] as const;
@@ -101,7 +101,9 @@ function scopeCondition(scope: Scope): RawBuilder<unknown> {
  * the newest 50,000 documents are messages; "the" walked 3.7 ms instead of 0.7).
  */
 function ftsKinds(scope: Scope): FtsKinds {
-  return kindFilter(scope.viewer === null ? scope.kinds.filter((k) => k !== 'messages') : scope.kinds);
+  if (scope.viewer === null) return kindFilter(scope.kinds.filter((k) => k !== 'messages'));
+  // A signed-in caller sees the messages they are a party of: the index keeps those alone (migration 0020).
+  return { ...kindFilter(scope.kinds), party: partyToken(scope.viewer) };
 }
 
 /**
