@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { Context } from '../../context.ts';
 import { asksNoCache } from '../../http/cache-control.ts';
 import { ListEnvelope, okList } from '../../http/envelope.ts';
+import { renderAnswer, sendRendered } from '../../http/rendered.ts';
 import {
   CompleteItemSchema,
   CompleteQuery,
@@ -48,14 +49,19 @@ export default async function searchRoutes(app: FastifyInstance, opts: { ctx: Co
           response: { 200: ListEnvelope(r.data) },
         },
       },
-      async (request: FastifyRequest) => {
+      async (request: FastifyRequest, reply: FastifyReply) => {
         const viewer = request.auth?.userUuid ?? null;
         const query = request.query as service.SearchParams;
-        const fresh = asksNoCache(request.headers['cache-control']);
-        const found = await service.cachedAnswer(ctx, r.path, viewer, query, fresh, () =>
+        const options = {
+          fresh: asksNoCache(request.headers['cache-control']),
+          version: request.readVersion,
+          render: (found: service.SearchResult<unknown>) =>
+            renderAnswer(reply, okList(found.data, found.count)),
+        };
+        const answer = await service.cachedAnswer(ctx, r.path, viewer, query, options, () =>
           r.run(viewer, query),
         );
-        return okList(found.data, found.count);
+        return sendRendered(reply, answer);
       },
     );
 

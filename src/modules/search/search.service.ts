@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Context } from '../../context.ts';
-import { cachedRead } from '../../db/exact-cache.ts';
+import { type Context, readCacheScope } from '../../context.ts';
+import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
 import type { ErrorDetail } from '../../http/errors.ts';
 import { ApiError } from '../../http/errors.ts';
 import { parseUuidList } from '../../http/list-query.ts';
@@ -556,19 +556,20 @@ function itemCount(answer: SearchResult<unknown>): number {
 /**
  * The answer of one search operation, from the exact answer cache when the database has not changed since it was
  * computed (src/db/exact-cache.ts), else computed. Keyed by operation, viewer, the request's parameters and the
- * tuning. `fresh` (the request said `Cache-Control: no-cache`) computes anew and stores the answer for later requests.
+ * tuning. `options.fresh` (the request said `Cache-Control: no-cache`) computes anew and stores the answer for later
+ * requests; the cache keeps it as `options.render` made it (the route's serialized envelope), so an answer served
+ * again is not serialized again.
  */
-export async function cachedAnswer<T>(
+export async function cachedAnswer<T, A>(
   ctx: Context,
   operation: string,
   viewer: string | null,
   params: object,
-  fresh: boolean,
+  options: AnswerOptions<SearchResult<T>, A>,
   compute: () => Promise<SearchResult<T>>,
-): Promise<SearchResult<T>> {
+): Promise<A> {
   const scope = {
-    db: ctx.db,
-    dialect: ctx.dialect,
+    ...readCacheScope(ctx, options.version),
     capacity: ctx.config.SEARCH_CACHE_ITEMS,
     maxBytes: ctx.config.SEARCH_CACHE_MB * 2 ** 20,
   };
@@ -579,7 +580,11 @@ export async function cachedAnswer<T>(
     searchTuning.rankedCandidates,
     searchTuning.recentDocs,
   ]);
-  return cachedRead(scope, 'search', key, fresh, compute, itemCount);
+  const rendered = async () => {
+    const found = await compute();
+    return { answer: options.render(found), weight: itemCount(found) };
+  };
+  return (await cachedRead(scope, 'search', key, options.fresh, rendered, (v) => v.weight)).answer;
 }
 
 /** GET /search: mixed kinds ranked together; a `#` query searches hashtags in the tag store instead. */
