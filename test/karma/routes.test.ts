@@ -436,7 +436,8 @@ for (const dialect of testDialects()) {
       type Row = { uuid: string; event: string; points: number };
       const all: Row[] = body(await list('')).data;
       const newestPosts = all.filter((k) => k.event === 'postCreated').map((k) => k.uuid);
-      // Few matches: SQLite sorts them itself (sortMatches); the page is the same as walking the sort's index.
+      // Few matches: read through the filter's index and sorted (SQLite: sortMatches; PostgreSQL: listFewKarmaOfUser);
+      // the page is the same as walking the sort's index.
       const page = body(await list('?filterby[event]=postCreated&limit=2&offset=1'));
       assert.deepEqual(page.count, { offset: 1, limit: 2, total: 3 });
       assert.deepEqual(

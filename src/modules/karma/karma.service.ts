@@ -21,6 +21,7 @@ import {
   insertKarma,
   type KarmaMismatch,
   type KarmaRow,
+  listFewKarmaOfUser,
   listKarmaOfUser,
   lockUserForKarma,
   netKarmaOfSource,
@@ -351,7 +352,7 @@ export async function deleteKarmaRecord(ctx: Context, userUuid: string, uuid: st
   });
 }
 
-// Up to this many matches, SQLite reads a filtered page by the filters' index and sorts the matches (a few ms from
+// Up to this many matches, a filtered page is read by the filters' index and sorts the matches (a few ms from
 // disk); past it, matches are common enough that walking the sort's index finds a page in few steps. The walk's cost
 // also grows with the offset (it reads about offset / matches of the caller's records), which the count alone
 // cannot weigh against the size of the scope: a deep page of a few thousand matches among many records still walks.
@@ -380,19 +381,23 @@ export async function listKarma(
 ): Promise<{ data: Karma[]; count: { offset: number; limit: number; total: number } }> {
   const lq: ListQuery = parseListQuery(query, KARMA_WHITELIST, LIST_MAX_OFFSET);
   const count = { offset: lq.offset, limit: lq.limit };
-  // PostgreSQL weighs a selective filter from its own statistics: count and page at once, as for unfiltered lists.
-  if (lq.filters.length === 0 || lq.uuids || ctx.dialect === 'postgres') {
+  if (lq.filters.length === 0 || lq.uuids) {
     const [rows, total] = await Promise.all([
       listKarmaOfUser(ctx.readDb, userUuid, lq, lateRowsFor(ctx.dialect)),
       countKarmaOfUser(ctx.readDb, userUuid, lq),
     ]);
     return { data: rows.map(toKarma), count: { ...count, total } };
   }
-  // Filtered, on SQLite: the exact count (an index lookup for the usual filters) comes first and chooses how the
-  // page is read.
+  // Filtered: the exact count (an index lookup for the usual filters) comes first and chooses how the page is read.
+  // Neither engine's statistics know how selective a filter is for one user: PostgreSQL too walked the sort's index
+  // through all of bench_user's records for 2 matches (docs/reliability.md, "Resource limits, eleventh session").
   const total = await countKarmaOfUser(ctx.readDb, userUuid, lq);
   if (total <= lq.offset) return { data: [], count: { ...count, total } };
-  const rows = await listKarmaOfUser(ctx.readDb, userUuid, lq, { sortMatches: total <= SORT_MATCHES_MAX });
+  const few = total <= SORT_MATCHES_MAX;
+  const rows =
+    few && ctx.dialect === 'postgres'
+      ? await listFewKarmaOfUser(ctx.readDb, userUuid, lq)
+      : await listKarmaOfUser(ctx.readDb, userUuid, lq, few ? { sortMatches: true } : lateRowsFor(ctx.dialect));
   return { data: rows.map(toKarma), count: { ...count, total } };
 }
 
