@@ -19,13 +19,13 @@ const POOL_BYTES = 16 * 256;
 let pool = Buffer.alloc(0);
 let poolAt = POOL_BYTES;
 
-/** The next `n` bytes of the random pool (a copy: the pool is overwritten when it is refilled). */
+/** The next `n` bytes of the random pool, never handed out again (a refill is a new buffer). */
 function randomFromPool(n: number): Buffer {
   if (poolAt + n > pool.length) {
     pool = randomBytes(POOL_BYTES);
     poolAt = 0;
   }
-  const out = Buffer.from(pool.subarray(poolAt, poolAt + n));
+  const out = pool.subarray(poolAt, poolAt + n);
   poolAt += n;
   return out;
 }

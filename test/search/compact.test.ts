@@ -107,7 +107,23 @@ for (const dialect of testDialects()) {
               t.ctx.db,
             )
           ).rows.map((r) => Number(r.id));
-        assert.deepEqual((await ids('kind : "messages"')).sort(), messages.map((m) => Number(m.id)).sort());
+        const byId = (a: number, b: number) => a - b;
+        // Every document under its kind, as the content table says.
+        const docs = (
+          await sql<{ id: number; kind: string }>`select id, kind from search_docs`.execute(t.ctx.db)
+        ).rows;
+        for (const kind of new Set(docs.map((d) => d.kind))) {
+          assert.deepEqual(
+            (await ids(`kind : "${kind}"`)).sort(byId),
+            docs
+              .filter((d) => d.kind === kind)
+              .map((d) => Number(d.id))
+              .sort(byId),
+            `${kind} documents in ${table}`,
+          );
+        }
+        // A party's token finds their messages and nothing else; carol, a party to none, finds nothing.
+        assert.deepEqual(await ids(`kind : "${partyToken(w.carol.uuid)}"`), []);
         for (const m of messages) {
           const parties = `kind : "${partyToken(m.owner_uuid)}" AND kind : "${partyToken(m.recipient_uuid)}"`;
           assert.ok(

@@ -14,14 +14,21 @@ export function searchMessagePartyTokensMigration(dialect: Dialect) {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       if (dialect !== 'sqlite') return;
-      for (const statement of sqliteStatements()) await sql.raw(statement).execute(db);
+      // Kysely runs SQLite's migrations outside a transaction: stopped halfway, a rerun would send FTS5 'delete' for
+      // entries already deleted (which corrupts an external-content index) or find the triggers gone.
+      const run = async (trx: Kysely<unknown>) => {
+        for (const statement of sqliteStatements()) await sql.raw(statement).execute(trx);
+      };
+      if (db.isTransaction) await run(db);
+      else await db.transaction().execute(run);
     },
   };
 }
 
 /** The FTS5 `kind` column of a search_docs row: its kind, and for a message the tokens of its two parties. */
 function ftsKind(row: string): string {
-  const party = (column: string) => `' u' || replace(${row}.${column}, '-', '')`;
+  // A message always has both parties; coalesce keeps its kind token even if one were missing.
+  const party = (column: string) => `coalesce(' u' || replace(${row}.${column}, '-', ''), '')`;
   return `CASE WHEN ${row}.kind = 'messages' THEN 'messages' || ${party('owner_uuid')} || ${party('recipient_uuid')} ELSE ${row}.kind END`;
 }
 

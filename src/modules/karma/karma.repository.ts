@@ -204,7 +204,7 @@ export async function listKarmaOfUser(
  * PostgreSQL: one page of a user's records when the caller counted few matches of the filters (at most a thousand).
  * They are read in a subquery that OFFSET 0 keeps the planner from flattening, so it reads them through the filters'
  * index and then sorts them. Flattened, it walks the sort's index and reads the table row of each of the user's
- * records to test the filters: 1.3 s from disk for bench_user's 2 `commentCreated` records among 23,000.
+ * records to test the filters: 1.8 s from disk for bench_user's 2 `commentCreated` records among 23,000.
  */
 export async function listFewKarmaOfUser(db: Db, userUuid: string, lq: ListQuery): Promise<KarmaRow[]> {
   const matches = ownRecords(db, userUuid, lq).selectAll().offset(0);

@@ -352,7 +352,7 @@ export async function deleteKarmaRecord(ctx: Context, userUuid: string, uuid: st
   });
 }
 
-// Up to this many matches, a filtered page is read by the filters' index and sorts the matches (a few ms from
+// Up to this many matches, a filtered page reads the matches through the filters' index and sorts them (a few ms from
 // disk); past it, matches are common enough that walking the sort's index finds a page in few steps. The walk's cost
 // also grows with the offset (it reads about offset / matches of the caller's records), which the count alone
 // cannot weigh against the size of the scope: a deep page of a few thousand matches among many records still walks.
@@ -397,7 +397,12 @@ export async function listKarma(
   const rows =
     few && ctx.dialect === 'postgres'
       ? await listFewKarmaOfUser(ctx.readDb, userUuid, lq)
-      : await listKarmaOfUser(ctx.readDb, userUuid, lq, few ? { sortMatches: true } : lateRowsFor(ctx.dialect));
+      : await listKarmaOfUser(
+          ctx.readDb,
+          userUuid,
+          lq,
+          few ? { sortMatches: true } : lateRowsFor(ctx.dialect),
+        );
   return { data: rows.map(toKarma), count: { ...count, total } };
 }
 
