@@ -243,6 +243,7 @@ async function exactDocs(
         ...range,
         walkAbove: split?.walkAbove ?? recent,
         forceWalk: split?.forceWalk,
+        forward: true,
         otherKinds,
         ...window,
       }),
