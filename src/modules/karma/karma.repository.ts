@@ -184,6 +184,9 @@ function ownRecords(db: Db, userUuid: string, lq: ListQuery) {
   return applyFilters(db.selectFrom('karma').where('user_uuid', '=', userUuid), lq, 'uuid');
 }
 
+/** The order of a karma list without sortby: newest first (both ways of reading a page must agree). */
+const NEWEST_FIRST: ListQuery['sort'] = [{ column: 'created_at', direction: 'desc' }];
+
 /** One page of a user's records under the list query (`options`: see applyOrderAndWindow). */
 export async function listKarmaOfUser(
   db: Db,
@@ -195,7 +198,7 @@ export async function listKarmaOfUser(
     ownRecords(db, userUuid, lq).selectAll(),
     lq,
     'uuid',
-    [{ column: 'created_at', direction: 'desc' }],
+    NEWEST_FIRST,
     options,
   ).execute();
 }
@@ -208,9 +211,7 @@ export async function listKarmaOfUser(
  */
 export async function listFewKarmaOfUser(db: Db, userUuid: string, lq: ListQuery): Promise<KarmaRow[]> {
   const matches = ownRecords(db, userUuid, lq).selectAll().offset(0);
-  return applyOrderAndWindow(db.selectFrom(matches.as('m')).selectAll(), lq, 'uuid', [
-    { column: 'created_at', direction: 'desc' },
-  ]).execute();
+  return applyOrderAndWindow(db.selectFrom(matches.as('m')).selectAll(), lq, 'uuid', NEWEST_FIRST).execute();
 }
 
 /** The exact number of a user's records matching the list query's filters. */
