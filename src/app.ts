@@ -63,6 +63,7 @@ export async function buildApp(
       poolSize: 10,
       readers: config.SQLITE_READERS,
       readerHeapMb: config.SQLITE_READER_HEAP_MB,
+      readerCacheMb: config.SQLITE_READER_CACHE_MB,
     });
   if (!options.skipMigrations) await migrateToLatest(handle.db, handle.dialect);
   const ctx: Context = {

@@ -196,6 +196,12 @@ export const variables = {
       'JavaScript heap limit of each SQLite reader thread in MB (its old generation; the young generation is held to 8 MB). A read whose rows do not fit stops its thread and is answered 503; a new thread takes its place.',
     parse: int(16, 4096),
   },
+  SQLITE_READER_CACHE_MB: {
+    default: '16',
+    description:
+      "SQLite page cache of each reader thread's connection in MB (SQLite's own default is 2). Searches look up the row of each ranked match; with the recent documents' pages cached they took a fifth to a third less time.",
+    parse: int(1, 4096),
+  },
   SEARCH_CACHE_ITEMS: {
     default: '20000',
     description:

@@ -145,7 +145,12 @@ export async function insertTestUser(
 export async function startTestApp(dialect: TestDialect, overrides: Partial<Config> = {}): Promise<TestApp> {
   const { url, drop } = await dialect.create();
   const config = loadConfig({}, { DATABASE_URL: url, LOG_LEVEL: 'silent', ...overrides });
-  const handle = connectDatabase(url, { synchronous: 'NORMAL', poolSize: 5, readers: config.SQLITE_READERS });
+  const handle = connectDatabase(url, {
+    synchronous: 'NORMAL',
+    poolSize: 5,
+    readers: config.SQLITE_READERS,
+    readerCacheMb: config.SQLITE_READER_CACHE_MB,
+  });
   await migrateToLatest(handle.db, handle.dialect);
   const { app, ctx } = await buildApp(config, { handle, skipMigrations: true, logger: false });
   await app.ready();

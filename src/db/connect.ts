@@ -40,6 +40,8 @@ export interface ConnectOptions {
   readers?: number;
   /** SQLite files only: JavaScript heap limit of each reader thread in MB (default 64). */
   readerHeapMb?: number;
+  /** SQLite files only: page cache of each reader thread's connection in MB (default: SQLite's 2 MB). */
+  readerCacheMb?: number;
   /**
    * SQLite files only: commit concurrent transactions together, one fsync for the group (docs/reliability.md).
    * On by default; false commits each transaction alone. In-memory databases never group (nothing to sync).
@@ -80,6 +82,7 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
                 path,
                 size: readers,
                 ...(options.readerHeapMb ? { heapMb: options.readerHeapMb } : {}),
+                ...(options.readerCacheMb ? { cacheMb: options.readerCacheMb } : {}),
               }),
             ),
           })

@@ -22,6 +22,8 @@ export interface ReaderPoolOptions {
   busyTimeoutMs?: number;
   /** JavaScript heap limit of each reader thread in MB (its old generation; default 64). */
   heapMb?: number;
+  /** SQLite page cache of each reader's connection in MB (default: SQLite's own, 2 MB). */
+  cacheMb?: number;
 }
 
 /** Young generation of a reader thread in MB: rows live there only until they are posted to the main thread. */
@@ -106,7 +108,11 @@ export class ReaderPool {
   #spawn(): Reader | undefined {
     if (this.#readers.length >= this.#options.size) return undefined;
     const worker = new Worker(new URL('./reader-worker.ts', import.meta.url), {
-      workerData: { path: this.#options.path, busyTimeoutMs: this.#options.busyTimeoutMs ?? 5000 },
+      workerData: {
+        path: this.#options.path,
+        busyTimeoutMs: this.#options.busyTimeoutMs ?? 5000,
+        cacheMb: this.#options.cacheMb,
+      },
       // Each thread is a V8 isolate of its own, which V8 would size like a whole process's (docs/deployment.md).
       // A read whose rows outgrow the heap stops the thread (ERR_WORKER_OUT_OF_MEMORY): answered 503 below.
       resourceLimits: {

@@ -13,9 +13,16 @@ export type ReaderResponse =
   | { id: number; rows: unknown[] }
   | { id: number; error: { message: string; code?: string; errcode?: number; errstr?: string } };
 
-const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: number };
+const { path, busyTimeoutMs, cacheMb } = workerData as {
+  path: string;
+  busyTimeoutMs: number;
+  cacheMb: number | undefined;
+};
 // Read-only: a statement that slipped past the pool's SELECT check still cannot write (SQLITE_READONLY).
 const database = new NodeSqliteDatabase({ path, synchronous: 'NORMAL', busyTimeoutMs, readOnly: true });
+// A search joins each of up to 1,000 matches to its row; with SQLite's 2 MB a recent window's rows (about 9 MB for
+// 30,000 documents) never stayed cached, and each lookup went to the OS for its page (docs/search.md, "Speed").
+if (cacheMb !== undefined) database.raw.exec(`PRAGMA cache_size = ${-Math.trunc(cacheMb) * 1024}`);
 
 parentPort?.on('message', (request: ReaderRequest) => {
   let response: ReaderResponse;

@@ -16,6 +16,7 @@ describe('configuration', () => {
     assert.equal(config.TRUST_PROXY, false);
     // Memory bounds (docs/deployment.md, "Memory"): on unless switched off.
     assert.equal(config.SQLITE_READER_HEAP_MB, 64);
+    assert.equal(config.SQLITE_READER_CACHE_MB, 16);
     assert.equal(config.SEARCH_CACHE_MB, 32);
     assert.equal(config.READ_CACHE_MB, 8);
     assert.equal(config.HEAP_SEMI_SPACE_MB, 32);
@@ -51,6 +52,7 @@ describe('configuration', () => {
     ['SQLITE_SYNCHRONOUS', 'SOMETIMES'],
     ['PAGE_LIMIT_MAX', '0'],
     ['SQLITE_READER_HEAP_MB', '8'],
+    ['SQLITE_READER_CACHE_MB', '0'],
     ['SEARCH_CACHE_MB', '0'],
     ['READ_CACHE_MB', 'lots'],
     ['HEAP_SEMI_SPACE_MB', '-1'],

@@ -61,6 +61,23 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it("gives each reader's connection the configured page cache", {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      // SQLite reports a cache set in KiB as a negative number.
+      const cacheSize = async (db: Kysely<Database>) =>
+        (await sql<{ cache_size: number }>`select cache_size from pragma_cache_size`.execute(db)).rows[0]
+          ?.cache_size;
+      assert.equal(await cacheSize(t.ctx.readDb), -t.ctx.config.SQLITE_READER_CACHE_MB * 1024);
+      const pool = new ReaderPool({ path: t.url.slice('sqlite:'.length), size: 1, cacheMb: 3 });
+      const db = new Kysely<Database>({ dialect: new ReaderPoolDialect(pool) });
+      try {
+        assert.equal(await cacheSize(db), -3 * 1024);
+      } finally {
+        await db.destroy();
+      }
+    });
+
     it('refuses anything but a SELECT on the pool', { skip: dialect.name !== 'sqlite' }, async () => {
       await assert.rejects(sql`delete from users`.execute(t.ctx.readDb), /only SELECT/);
       await assert.rejects(
