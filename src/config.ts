@@ -181,7 +181,8 @@ export const variables = {
   },
   SQLITE_SYNCHRONOUS: {
     default: 'FULL',
-    description: 'SQLite synchronous mode; FULL makes acknowledged writes survive power loss.',
+    description:
+      'SQLite synchronous mode; FULL makes acknowledged writes survive power loss (the WAL is flushed after each group commit, off the event loop, before anyone is answered; a commit is readable by other requests for the length of that flush first). EXTRA: SQLite flushes inside COMMIT on the event loop, so commits are readable only once durable (slower writes).',
     parse: synchronous,
   },
   SQLITE_READERS: {

@@ -76,6 +76,8 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   readonly path: string | undefined;
   /** How long a statement waits for another connection's lock before failing with SQLITE_BUSY. */
   readonly busyTimeoutMs: number;
+  /** The synchronous mode asked for (the group committer may run FULL as NORMAL plus its own flush). */
+  readonly synchronous: SqliteOptions['synchronous'];
   readonly #cache = new Map<string, CachedStatement>();
   #dataVersion: StatementSync | undefined;
 
@@ -83,6 +85,7 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     this.path = options.path === ':memory:' ? undefined : options.path;
     this.raw = new DatabaseSync(options.path, { readOnly: options.readOnly ?? false });
     this.busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.synchronous = options.synchronous;
     this.raw.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`);
     if (!options.readOnly) this.raw.exec('PRAGMA journal_mode = WAL');
     this.raw.exec(`PRAGMA synchronous = ${options.synchronous}`);

@@ -10,6 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { type Generated, type Kysely, sql } from 'kysely';
 import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
+import { walFileSync } from '../../src/db/wal-sync.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { body, testDialects, watchEventLoopStalls } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
@@ -77,6 +78,7 @@ describe('group commit in the SQLite driver', () => {
     const now = stats();
     assert.equal(now.commits - before.commits, 1, 'one COMMIT for the five transactions');
     assert.equal(now.committedMembers - before.committedMembers, 5);
+    assert.equal(now.syncs - before.syncs, 1, 'and one flush of the WAL file after it (synchronous=FULL)');
   });
 
   it('rolls a failing member back to its savepoint only; the others commit and its caller gets its error', async () => {
@@ -372,6 +374,151 @@ describe('group commit in the SQLite driver', () => {
       await memory.db.destroy();
       await off.db.destroy();
     }
+  });
+});
+
+// synchronous=FULL: the WAL is flushed after COMMIT, off the event loop, and members are answered only then. The
+// flush here is one the test controls; the suites above use the real one (fdatasync of the WAL file).
+describe('durable acknowledgements after the WAL flush', () => {
+  let dir: string;
+  let handle: DbHandle;
+  let db: Kysely<Scratch>;
+  let other: DatabaseSync;
+  /** Flushes asked for and not yet finished: call one to finish it (with an error to fail it). */
+  const flushes: ((err: Error | null) => void)[] = [];
+  const stats = () => ({ ...(handle.groupCommitStats?.() ?? assert.fail('no group commit stats')) });
+  const turn = () => new Promise((r) => setImmediate(r));
+  /** Waits (a few turns at most) until a flush is asked for. */
+  const flushAsked = async () => {
+    for (let i = 0; i < 20 && flushes.length === 0; i++) await turn();
+    assert.equal(flushes.length, 1, 'one flush asked for');
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'durable-acks-'));
+    const path = join(dir, 'd.db');
+    handle = connectDatabase(`sqlite:${path}`, {
+      synchronous: 'FULL',
+      groupCommit: { maxMembers: 64, maxDelayMs: 10_000, syncWal: (done) => flushes.push(done) },
+    });
+    db = handle.db as unknown as Kysely<Scratch>;
+    const creating =
+      sql`CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL, parent_id INTEGER)`.execute(db);
+    // A statement outside transactions is answered once durable too.
+    await flushAsked();
+    flushes.shift()?.(null);
+    await creating;
+    other = new DatabaseSync(path, { readOnly: true });
+  });
+  after(async () => {
+    other?.close();
+    let closed = false;
+    const closing = handle?.db.destroy().then(() => {
+      closed = true;
+    });
+    // Closing commits what is open and waits for its flush.
+    while (!closed) {
+      flushes.shift()?.(null);
+      await turn();
+    }
+    await closing;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const insert = (label: string) =>
+    db.transaction().execute((trx) => trx.insertInto('item').values({ label, parent_id: null }).execute());
+
+  it("runs the write connection without SQLite's own flush, and answers a write only after its flush", async () => {
+    const reading = sql<{ synchronous: number }>`PRAGMA synchronous`.execute(db);
+    await flushAsked();
+    flushes.shift()?.(null);
+    const mode = await reading;
+    assert.equal(mode.rows[0]?.synchronous, 1, 'NORMAL: COMMIT leaves the flush to the committer');
+    let answered = false;
+    const write = insert('f1').then(() => {
+      answered = true;
+    });
+    await flushAsked();
+    assert.equal(count(other, 'f1'), 1, 'committed');
+    assert.equal(answered, false, 'not answered before the flush');
+    const before = stats();
+    flushes.shift()?.(null);
+    await write;
+    assert.equal(answered, true);
+    assert.equal(stats().syncs - before.syncs, 1);
+  });
+
+  it('holds the open group while a flush runs, so one flush answers the writes of several turns', async () => {
+    const before = stats();
+    const first = insert('g0');
+    await flushAsked();
+    const later: Promise<unknown>[] = [];
+    for (const label of ['g1', 'g2', 'g3']) {
+      later.push(insert(label));
+      await turn();
+    }
+    assert.deepEqual(
+      ['g1', 'g2', 'g3'].map((l) => count(other, l)),
+      [0, 0, 0],
+      'held back in one open group',
+    );
+    assert.equal(stats().commits - before.commits, 1);
+    flushes.shift()?.(null);
+    await first;
+    // The flush's end committed the held group and started the flush that answers it.
+    assert.deepEqual(
+      ['g1', 'g2', 'g3'].map((l) => count(other, l)),
+      [1, 1, 1],
+    );
+    await flushAsked();
+    flushes.shift()?.(null);
+    await Promise.all(later);
+    const now = stats();
+    assert.equal(now.commits - before.commits, 2);
+    assert.equal(now.committedMembers - before.committedMembers, 4);
+    assert.equal(now.syncs - before.syncs, 2);
+  });
+
+  it('flushes the WAL file with fdatasync; before SQLite wrote one there is nothing to flush', async () => {
+    const flush = (path: string) =>
+      new Promise<Error | null>((resolve) => {
+        const wal = walFileSync(path);
+        wal.sync((err) => {
+          wal.close();
+          resolve(err);
+        });
+      });
+    const path = join(dir, 'flushed.db');
+    const file = new DatabaseSync(path);
+    file.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)');
+    assert.ok(existsSync(`${path}-wal`));
+    assert.equal(await flush(path), null);
+    file.close();
+    assert.equal(await flush(join(dir, 'never-written.db')), null);
+    // Any other failure to open the WAL is the flush's failure.
+    const notADirectory = await flush(join(path, 'inside-a-file.db'));
+    assert.equal((notADirectory as NodeJS.ErrnoException | null)?.code, 'ENOTDIR');
+  });
+
+  it('answers every write of a failed flush with the storage error, and the next flush works', async () => {
+    const before = stats();
+    const writes = Promise.allSettled([insert('h1'), insert('h2')]);
+    await flushAsked();
+    flushes.shift()?.(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    const results = await writes;
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'rejected'],
+    );
+    const reason = (results[0] as PromiseRejectedResult).reason as { message: string; errcode: number };
+    assert.match(reason.message, /could not be made durable: EIO/);
+    assert.equal(reason.errcode & 0xff, 10, 'SQLITE_IOERR: answered 503 unavailable');
+    assert.equal(stats().failedSyncs - before.failedSyncs, 1);
+    const next = insert('h3');
+    await flushAsked();
+    flushes.shift()?.(null);
+    await next;
+    assert.equal(count(other, 'h3'), 1);
   });
 });
 
