@@ -12,7 +12,7 @@ import {
 } from 'kysely';
 import type { CheckpointResponse } from './checkpoint-worker.ts';
 import type { NodeSqliteDatabase } from './sqlite-driver.ts';
-import { DurableAcks, type SyncWal, walFileSync } from './wal-sync.ts';
+import { DurableAcks, type DurableWaiter, type SyncWal, walFileSync } from './wal-sync.ts';
 
 /** Runs one compiled query on a connection the way Kysely's own SQLite driver does. */
 function runCompiled<R>(database: SqliteDatabase, query: CompiledQuery): QueryResult<R> {
@@ -68,10 +68,7 @@ export const GROUP_COMMIT_DEFAULTS: GroupCommitOptions = {
   syncOffLoop: true,
 };
 
-interface Member {
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
+type Member = DurableWaiter;
 
 interface Group {
   members: Member[];
@@ -187,18 +184,20 @@ class Checkpointer {
 }
 
 /**
- * Group commit over the one write connection. node:sqlite is synchronous and COMMIT under synchronous=FULL waits
- * for an fsync on the event loop, so one commit per write caps throughput at one fsync per write. Here the
- * transactions that take the write connection one after the other run inside one outer transaction, each in its
- * own SAVEPOINT: a member that fails rolls back to its savepoint only and its caller gets its error; a member that
- * succeeds releases its savepoint and waits. The outer transaction commits when the event loop has no more work for
- * this turn (setImmediate), at once after `maxMembers` members or `maxDelayMs`, or when members have held the
- * connection for `maxTurnMs` in a row (the next one then starts on the next turn); only then does each member's
- * commit resolve, so nothing is acknowledged before its COMMIT (and fsync) returned. A failed COMMIT, or an error
- * after which SQLite rolled back the outer transaction itself (I/O error, disk full), fails every member.
+ * Group commit over the one write connection. node:sqlite is synchronous, and a COMMIT that flushes the WAL waits
+ * for the disk, so one commit per write caps throughput at one flush per write. Here the transactions that take the
+ * write connection one after the other run inside one outer transaction, each in its own SAVEPOINT: a member that
+ * fails rolls back to its savepoint only and its caller gets its error; a member that succeeds releases its
+ * savepoint and waits. The outer transaction commits when the event loop has no more work for this turn
+ * (setImmediate), at once after `maxMembers` members or `maxDelayMs`, or when members have held the connection for
+ * `maxTurnMs` in a row (the next one then starts on the next turn). Under synchronous=FULL the WAL is then flushed
+ * off the event loop (wal-sync.ts), and while a flush runs the open group waits for it to end before committing;
+ * each member's commit resolves only once its COMMIT is durable. A failed COMMIT, or an error after which SQLite
+ * rolled back the outer transaction itself (I/O error, disk full), fails every member.
  *
  * Queries outside transactions: a SELECT runs on a second connection that sees committed data only, so an open
- * group stays invisible until it is durable; any other statement commits the open group first and then runs alone.
+ * group stays invisible until it commits (and is answered once durable: readable for the length of a flush or two
+ * before that); any other statement commits the open group first and then runs alone.
  */
 export class GroupCommitter {
   readonly #writer: NodeSqliteDatabase;
@@ -225,7 +224,8 @@ export class GroupCommitter {
   readonly #checkpointer: Checkpointer | undefined;
   /** Acknowledges committed groups after the WAL flush (synchronous=FULL, syncOffLoop). */
   readonly #durable: DurableAcks | undefined;
-  readonly #closeWal: (() => void) | undefined;
+  readonly #closeWal: (() => Promise<void>) | undefined;
+  #closed = false;
   /** A group whose end-of-turn commit waits for the running flush to end (see #commitAtEndOfTurn). */
   #heldBack: Group | undefined;
 
@@ -239,15 +239,22 @@ export class GroupCommitter {
       this.#checkpointer = new Checkpointer(writer.path, options.checkpointIntervalMs, this.stats);
       writer.raw.exec(`PRAGMA wal_autocheckpoint = ${options.backstopCheckpointPages ?? 4000}`);
     }
-    if (writer.synchronous === 'FULL' && writer.path !== undefined && options.syncOffLoop !== false) {
+    const wal = (writer.raw.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
+    if (
+      writer.synchronous === 'FULL' &&
+      writer.path !== undefined &&
+      wal === 'wal' &&
+      options.syncOffLoop !== false
+    ) {
       // SQLite's FULL flushes the WAL inside COMMIT, on this thread: 40% of the event loop under 50 connections of
       // posts. NORMAL leaves the flush out of COMMIT (checkpoints still flush the WAL first); it is done here, off
       // the event loop, before anyone hears of the commit. Acknowledged writes survive power loss as under FULL.
-      const wal = options.syncWal ? undefined : walFileSync(writer.path);
+      const flusher = options.syncWal
+        ? { sync: options.syncWal, close: async () => {} }
+        : walFileSync(writer.path);
       writer.raw.exec('PRAGMA synchronous = NORMAL');
-      this.#durable = new DurableAcks(options.syncWal ?? (wal as { sync: SyncWal }).sync, this.stats);
-      this.#durable.onSettled = () => this.#commitHeldBack();
-      this.#closeWal = wal?.close;
+      this.#durable = new DurableAcks(flusher.sync, this.stats, () => this.#commitHeldBack());
+      this.#closeWal = flusher.close;
     }
   }
 
@@ -302,6 +309,7 @@ export class GroupCommitter {
 
   /** Starts a member: takes the write connection, opens the group if none is open, and a savepoint. */
   async begin(): Promise<void> {
+    this.#refuseIfStopped();
     await this.#acquire();
     try {
       if (!this.#group) {
@@ -386,6 +394,7 @@ export class GroupCommitter {
    * once durable like a member.
    */
   async writeAlone<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    this.#refuseIfStopped();
     await this.#acquire();
     let result: QueryResult<R>;
     try {
@@ -397,6 +406,12 @@ export class GroupCommitter {
     const durable = this.#durable;
     if (durable) await new Promise<void>((resolve, reject) => durable.add([{ resolve, reject }]));
     return result;
+  }
+
+  /** Refuses a write, before it touches anything, once the database is closing or a flush has failed. */
+  #refuseIfStopped(): void {
+    if (this.#closed) throw groupLostError(new Error('the database is closed'));
+    if (this.#durable?.failure) throw this.#durable.failure;
   }
 
   #commitAtEndOfTurn(group: Group): void {
@@ -422,6 +437,12 @@ export class GroupCommitter {
     const group = this.#group;
     this.#commitOnRelease = false;
     if (!group) return;
+    // After a failed flush nothing more may be promised: the group is undone rather than committed unanswerable.
+    const failure = this.#durable?.failure;
+    if (failure) {
+      this.#failGroup(failure);
+      return;
+    }
     this.#group = undefined;
     try {
       this.#writer.raw.exec('COMMIT');
@@ -463,6 +484,7 @@ export class GroupCommitter {
 
   /** Commits an open group (its waiting members are acknowledged) and closes both connections. */
   async close(): Promise<void> {
+    this.#closed = true;
     // The checkpointer's connection goes first, so the write connection closes last and can remove the WAL.
     await this.#checkpointer?.close();
     // A member still running when the database is destroyed cannot finish: its group is lost with it.
@@ -470,7 +492,7 @@ export class GroupCommitter {
     else this.#commitGroup();
     // The last commits are answered once durable, before their connection goes.
     await this.#durable?.idle();
-    this.#closeWal?.();
+    await this.#closeWal?.();
     this.#reader.close();
     this.#writer.close();
   }

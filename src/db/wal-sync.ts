@@ -1,7 +1,9 @@
 // Durable acknowledgements for the group committer (docs/reliability.md, "Group commit"): under synchronous=FULL
-// the write connection commits without SQLite's own fsync (synchronous=NORMAL) and the WAL is flushed here, on
-// libuv's thread pool, before any member of the commit is acknowledged.
-import { closeSync, fdatasync, openSync } from 'node:fs';
+// the write connection commits without SQLite's own flush (synchronous=NORMAL), and the WAL is flushed here, off
+// the event loop, before any write of the commit is acknowledged.
+import { resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { FlushResponse } from './flush-worker.ts';
 
 /** One flush of the WAL to stable storage: calls `done` once what was written before the call is durable. */
 export type SyncWal = (done: (err: Error | null) => void) => void;
@@ -16,38 +18,70 @@ export interface DurableWaiter {
 export interface WalSyncStats {
   /** Flushes that succeeded. */
   syncs: number;
-  /** Flushes that failed: their writes were answered with the storage error. */
+  /** Flushes that failed. */
   failedSyncs: number;
 }
 
-/**
- * `fdatasync` of the database's WAL file. The file is opened read-only at the first flush (SQLite creates it with
- * the first write) and kept open: the write connection stays open as long as this, so SQLite never deletes it.
- */
-export function walFileSync(databasePath: string): { sync: SyncWal; close: () => void } {
-  let fd: number | undefined;
+/** Flushes the database's WAL file with fdatasync on a worker thread (flush-worker.ts), one flush at a time. */
+export function walFileSync(databasePath: string): { sync: SyncWal; close: () => Promise<void> } {
+  // Absolute now: the worker must find the same file whatever the process's directory is later.
+  const walPath = `${resolve(databasePath)}-wal`;
+  let worker: Worker | undefined;
+  let pending: ((err: Error | null) => void) | undefined;
+  let closed = false;
+  const answer = (err: Error | null) => {
+    const done = pending;
+    pending = undefined;
+    worker?.unref();
+    done?.(err);
+  };
+  const spawn = () => {
+    const w = new Worker(new URL('./flush-worker.ts', import.meta.url), {
+      workerData: { walPath },
+      // Its own V8 isolate, which only ever calls fdatasync: the smallest heap limits (docs/deployment.md).
+      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
+    });
+    w.unref();
+    w.on('message', (response: FlushResponse) =>
+      answer(response.error ? Object.assign(new Error(response.error.message), response.error) : null),
+    );
+    // A flusher that died fails the flush it was doing; the next flush starts another.
+    const lost = (err?: Error) => {
+      if (worker === w) worker = undefined;
+      answer(err ?? new Error('the WAL flush thread stopped'));
+    };
+    w.on('error', lost);
+    w.on('exit', () => lost());
+    return w;
+  };
   return {
     sync(done) {
-      if (fd === undefined) {
-        try {
-          fd = openSync(`${databasePath}-wal`, 'r');
-        } catch (err) {
-          // No WAL file: no commit ever wrote one, so nothing is waiting to be made durable.
-          const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-          queueMicrotask(() => done(missing ? null : (err as Error)));
-          return;
-        }
+      if (closed) {
+        queueMicrotask(() => done(new Error('the database is closed')));
+        return;
       }
-      fdatasync(fd, done);
+      pending = done;
+      worker ??= spawn();
+      // A flush in progress keeps the process alive; an idle flusher does not.
+      worker.ref();
+      worker.postMessage('flush');
     },
-    close() {
-      if (fd !== undefined) closeSync(fd);
-      fd = undefined;
+    async close() {
+      closed = true;
+      const w = worker;
+      worker = undefined;
+      if (!w) return;
+      const exited = new Promise((r) => w.once('exit', r));
+      w.postMessage('close');
+      // A flusher that does not stop within a second is stopped by force.
+      const timer = setTimeout(() => void w.terminate(), 1000);
+      await exited;
+      clearTimeout(timer);
     },
   };
 }
 
-/** An error shaped like node:sqlite's I/O error (SQLITE_IOERR_FSYNC), so the error handler answers 503. */
+/** An error shaped like node:sqlite's SQLITE_IOERR_FSYNC, so the error handler answers 503 unavailable. */
 function notDurableError(cause: Error): Error {
   return Object.assign(new Error(`The write could not be made durable: ${cause.message}`), {
     code: 'ERR_SQLITE_ERROR',
@@ -56,23 +90,25 @@ function notDurableError(cause: Error): Error {
   });
 }
 
-/**
- * Acknowledges committed writes once a flush that started after their COMMIT has finished. One flush runs at a
- * time; the writes committed meanwhile wait for the next one, which covers them all. The WAL is written in commit
- * order, so a flush also covers every earlier commit: an acknowledged write never depends on one that could be lost.
- */
+/** Acknowledges committed writes once a flush that started after their COMMIT has finished. */
 export class DurableAcks {
   readonly #sync: SyncWal;
   readonly #stats: WalSyncStats;
+  readonly #onSettled: () => void;
   #waiting: DurableWaiter[] = [];
   #running = false;
+  #failure: Error | undefined;
   readonly #idle: (() => void)[] = [];
-  /** Called when a flush has settled and its writes are answered, before the next flush starts. */
-  onSettled: (() => void) | undefined;
 
-  constructor(sync: SyncWal, stats: WalSyncStats) {
+  /**
+   * `onSettled` runs when a flush has settled and its writes are answered, before the next flush starts. One flush
+   * runs at a time; the writes committed meanwhile wait for the next one, which covers them all (the WAL is written
+   * in commit order, so a flush also covers every earlier commit).
+   */
+  constructor(sync: SyncWal, stats: WalSyncStats, onSettled: () => void) {
     this.#sync = sync;
     this.#stats = stats;
+    this.#onSettled = onSettled;
   }
 
   /** Whether a flush is running. */
@@ -80,8 +116,20 @@ export class DurableAcks {
     return this.#running;
   }
 
+  /**
+   * The error of a failed flush, after which no write may be acknowledged again: the kernel may have dropped the
+   * pages it could not write, and a later flush that succeeds would not bring them back (PostgreSQL stops too).
+   */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
   /** Answers these writes after a flush that starts after this call (at once if none runs). */
   add(waiters: DurableWaiter[]): void {
+    if (this.#failure) {
+      for (const w of waiters) w.reject(this.#failure);
+      return;
+    }
     this.#waiting.push(...waiters);
     if (!this.#running) this.#start();
   }
@@ -100,15 +148,16 @@ export class DurableAcks {
       this.#running = false;
       if (err) {
         this.#stats.failedSyncs++;
-        const e = notDurableError(err);
-        for (const w of batch) w.reject(e);
+        this.#failure = notDurableError(err);
+        // The writes committed while it ran cannot be promised either.
+        for (const w of batch.concat(this.#waiting.splice(0))) w.reject(this.#failure);
       } else {
         this.#stats.syncs++;
         for (const w of batch) w.resolve();
       }
-      this.onSettled?.();
+      this.#onSettled();
       if (!this.#running && this.#waiting.length > 0) this.#start();
-      else if (!this.#running) for (const resolve of this.#idle.splice(0)) resolve();
+      else if (!this.#running) for (const done of this.#idle.splice(0)) done();
     });
   }
 }

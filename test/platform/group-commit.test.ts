@@ -381,113 +381,202 @@ describe('group commit in the SQLite driver', () => {
 // flush here is one the test controls; the suites above use the real one (fdatasync of the WAL file).
 describe('durable acknowledgements after the WAL flush', () => {
   let dir: string;
-  let handle: DbHandle;
-  let db: Kysely<Scratch>;
-  let other: DatabaseSync;
-  /** Flushes asked for and not yet finished: call one to finish it (with an error to fail it). */
-  const flushes: ((err: Error | null) => void)[] = [];
-  const stats = () => ({ ...(handle.groupCommitStats?.() ?? assert.fail('no group commit stats')) });
   const turn = () => new Promise((r) => setImmediate(r));
-  /** Waits (a few turns at most) until a flush is asked for. */
-  const flushAsked = async () => {
-    for (let i = 0; i < 20 && flushes.length === 0; i++) await turn();
-    assert.equal(flushes.length, 1, 'one flush asked for');
-  };
 
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'durable-acks-'));
-    const path = join(dir, 'd.db');
-    handle = connectDatabase(`sqlite:${path}`, {
+  /** A scratch database whose flushes the test finishes by hand (`finish`, with an error to fail one). */
+  async function open(name: string) {
+    const flushes: ((err: Error | null) => void)[] = [];
+    const path = join(dir, `${name}.db`);
+    const handle = connectDatabase(`sqlite:${path}`, {
       synchronous: 'FULL',
       groupCommit: { maxMembers: 64, maxDelayMs: 10_000, syncWal: (done) => flushes.push(done) },
     });
-    db = handle.db as unknown as Kysely<Scratch>;
+    const db = handle.db as unknown as Kysely<Scratch>;
+    /** Waits (a few turns at most) until a flush is asked for. */
+    const flushAsked = async () => {
+      for (let i = 0; i < 20 && flushes.length === 0; i++) await turn();
+      assert.equal(flushes.length, 1, 'one flush asked for');
+    };
+    const finish = async (err: Error | null = null) => {
+      await flushAsked();
+      flushes.shift()?.(err);
+    };
     const creating =
       sql`CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL, parent_id INTEGER)`.execute(db);
     // A statement outside transactions is answered once durable too.
-    await flushAsked();
-    flushes.shift()?.(null);
+    await finish();
     await creating;
-    other = new DatabaseSync(path, { readOnly: true });
-  });
-  after(async () => {
-    other?.close();
-    let closed = false;
-    const closing = handle?.db.destroy().then(() => {
-      closed = true;
-    });
-    // Closing commits what is open and waits for its flush.
-    while (!closed) {
-      flushes.shift()?.(null);
-      await turn();
-    }
-    await closing;
-    rmSync(dir, { recursive: true, force: true });
-  });
+    const other = new DatabaseSync(path, { readOnly: true });
+    const insert = (label: string) =>
+      db.transaction().execute((trx) => trx.insertInto('item').values({ label, parent_id: null }).execute());
+    const stats = () => ({ ...(handle.groupCommitStats?.() ?? assert.fail('no group commit stats')) });
+    const close = async () => {
+      other.close();
+      let closed = false;
+      const closing = handle.db.destroy().then(() => {
+        closed = true;
+      });
+      // Closing commits what is open and waits for its flush.
+      while (!closed) {
+        flushes.shift()?.(null);
+        await turn();
+      }
+      await closing;
+    };
+    return { db, flushes, flushAsked, finish, insert, stats, other, close };
+  }
 
-  const insert = (label: string) =>
-    db.transaction().execute((trx) => trx.insertInto('item').values({ label, parent_id: null }).execute());
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'durable-acks-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   it("runs the write connection without SQLite's own flush, and answers a write only after its flush", async () => {
-    const reading = sql<{ synchronous: number }>`PRAGMA synchronous`.execute(db);
-    await flushAsked();
-    flushes.shift()?.(null);
-    const mode = await reading;
-    assert.equal(mode.rows[0]?.synchronous, 1, 'NORMAL: COMMIT leaves the flush to the committer');
-    let answered = false;
-    const write = insert('f1').then(() => {
-      answered = true;
-    });
-    await flushAsked();
-    assert.equal(count(other, 'f1'), 1, 'committed');
-    assert.equal(answered, false, 'not answered before the flush');
-    const before = stats();
-    flushes.shift()?.(null);
-    await write;
-    assert.equal(answered, true);
-    assert.equal(stats().syncs - before.syncs, 1);
+    const d = await open('answered');
+    try {
+      const reading = sql<{ synchronous: number }>`PRAGMA synchronous`.execute(d.db);
+      await d.finish();
+      assert.equal(
+        (await reading).rows[0]?.synchronous,
+        1,
+        'NORMAL: COMMIT leaves the flush to the committer',
+      );
+      let answered = false;
+      const write = d.insert('f1').then(() => {
+        answered = true;
+      });
+      await d.flushAsked();
+      assert.equal(count(d.other, 'f1'), 1, 'committed');
+      assert.equal(answered, false, 'not answered before the flush');
+      const before = d.stats();
+      await d.finish();
+      await write;
+      assert.equal(d.stats().syncs - before.syncs, 1);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("does not count a flush that started before a COMMIT as that commit's", async () => {
+    const d = await open('ordered');
+    try {
+      const first = d.insert('o1');
+      await d.flushAsked();
+      // Committed while the first flush runs: a statement outside transactions commits at once.
+      let answered = false;
+      const second = sql`UPDATE item SET label = 'o2' WHERE label = 'o1'`.execute(d.db).then(() => {
+        answered = true;
+      });
+      for (let i = 0; i < 5; i++) await turn();
+      assert.equal(count(d.other, 'o2'), 1, 'the update is committed');
+      d.flushes.shift()?.(null);
+      await first;
+      for (let i = 0; i < 5; i++) await turn();
+      assert.equal(answered, false, 'the flush that was running when it committed does not answer it');
+      await d.finish();
+      await second;
+      assert.equal(answered, true);
+    } finally {
+      await d.close();
+    }
   });
 
   it('holds the open group while a flush runs, so one flush answers the writes of several turns', async () => {
-    const before = stats();
-    const first = insert('g0');
-    await flushAsked();
-    const later: Promise<unknown>[] = [];
-    for (const label of ['g1', 'g2', 'g3']) {
-      later.push(insert(label));
-      await turn();
+    const d = await open('held');
+    try {
+      const before = d.stats();
+      const first = d.insert('g0');
+      await d.flushAsked();
+      const later: Promise<unknown>[] = [];
+      for (const label of ['g1', 'g2', 'g3']) {
+        later.push(d.insert(label));
+        await turn();
+      }
+      assert.deepEqual(
+        ['g1', 'g2', 'g3'].map((l) => count(d.other, l)),
+        [0, 0, 0],
+        'held back in one open group',
+      );
+      assert.equal(d.stats().commits - before.commits, 1);
+      d.flushes.shift()?.(null);
+      await first;
+      // The flush's end committed the held group and started the flush that answers it.
+      assert.deepEqual(
+        ['g1', 'g2', 'g3'].map((l) => count(d.other, l)),
+        [1, 1, 1],
+      );
+      await d.finish();
+      await Promise.all(later);
+      const now = d.stats();
+      assert.equal(now.commits - before.commits, 2);
+      assert.equal(now.committedMembers - before.committedMembers, 4);
+      assert.equal(now.syncs - before.syncs, 2);
+    } finally {
+      await d.close();
     }
-    assert.deepEqual(
-      ['g1', 'g2', 'g3'].map((l) => count(other, l)),
-      [0, 0, 0],
-      'held back in one open group',
-    );
-    assert.equal(stats().commits - before.commits, 1);
-    flushes.shift()?.(null);
-    await first;
-    // The flush's end committed the held group and started the flush that answers it.
-    assert.deepEqual(
-      ['g1', 'g2', 'g3'].map((l) => count(other, l)),
-      [1, 1, 1],
-    );
-    await flushAsked();
-    flushes.shift()?.(null);
-    await Promise.all(later);
-    const now = stats();
-    assert.equal(now.commits - before.commits, 2);
-    assert.equal(now.committedMembers - before.committedMembers, 4);
-    assert.equal(now.syncs - before.syncs, 2);
   });
 
-  it('flushes the WAL file with fdatasync; before SQLite wrote one there is nothing to flush', async () => {
-    const flush = (path: string) =>
-      new Promise<Error | null>((resolve) => {
-        const wal = walFileSync(path);
-        wal.sync((err) => {
-          wal.close();
-          resolve(err);
-        });
-      });
+  it('on close commits a held-back group and answers it after its flush', async () => {
+    const d = await open('closing');
+    const first = d.insert('k0');
+    await d.flushAsked();
+    const held = d.insert('k1');
+    await turn();
+    assert.equal(count(d.other, 'k1'), 0);
+    d.other.close();
+    let closed = false;
+    const closing = d.db.destroy().then(() => {
+      closed = true;
+    });
+    while (!closed) {
+      d.flushes.shift()?.(null);
+      await turn();
+    }
+    await closing;
+    await Promise.all([first, held]);
+    const after = new DatabaseSync(join(dir, 'closing.db'), { readOnly: true });
+    assert.equal(count(after, 'k1'), 1);
+    after.close();
+  });
+
+  it('after a failed flush answers its writes 503 and refuses every later write until restarted', async () => {
+    const d = await open('failed');
+    try {
+      const before = d.stats();
+      const writes = Promise.allSettled([d.insert('h1'), d.insert('h2')]);
+      await d.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+      const results = await writes;
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'rejected'],
+      );
+      const reason = (results[0] as PromiseRejectedResult).reason as { message: string; errcode: number };
+      assert.match(reason.message, /could not be made durable: EIO/);
+      assert.equal(reason.errcode & 0xff, 10, 'SQLITE_IOERR: answered 503 unavailable');
+      // Committed before the flush failed: a 503 here does not say the write is absent.
+      assert.equal(count(d.other, 'h1'), 1);
+      assert.equal(d.stats().failedSyncs - before.failedSyncs, 1);
+      // The kernel may have dropped pages it could not write: nothing more is promised, and nothing is written.
+      await assert.rejects(d.insert('h3'), /could not be made durable/);
+      await assert.rejects(sql`DELETE FROM item`.execute(d.db), /could not be made durable/);
+      assert.equal(count(d.other, 'h3'), 0);
+      assert.equal(count(d.other, 'h1'), 1);
+      assert.deepEqual(d.flushes, [], 'no flush asked for after the failure');
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('flushes the WAL file on a thread; before SQLite wrote one there is nothing to flush', async () => {
+    const flush = async (path: string) => {
+      const wal = walFileSync(path);
+      const err = await new Promise<Error | null>((resolve) => wal.sync(resolve));
+      await wal.close();
+      // Closed: a late flush is refused, not sent to a thread that is gone.
+      const late = await new Promise<Error | null>((resolve) => wal.sync(resolve));
+      assert.match(String(late?.message), /closed/);
+      return err;
+    };
     const path = join(dir, 'flushed.db');
     const file = new DatabaseSync(path);
     file.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)');
@@ -498,27 +587,6 @@ describe('durable acknowledgements after the WAL flush', () => {
     // Any other failure to open the WAL is the flush's failure.
     const notADirectory = await flush(join(path, 'inside-a-file.db'));
     assert.equal((notADirectory as NodeJS.ErrnoException | null)?.code, 'ENOTDIR');
-  });
-
-  it('answers every write of a failed flush with the storage error, and the next flush works', async () => {
-    const before = stats();
-    const writes = Promise.allSettled([insert('h1'), insert('h2')]);
-    await flushAsked();
-    flushes.shift()?.(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-    const results = await writes;
-    assert.deepEqual(
-      results.map((r) => r.status),
-      ['rejected', 'rejected'],
-    );
-    const reason = (results[0] as PromiseRejectedResult).reason as { message: string; errcode: number };
-    assert.match(reason.message, /could not be made durable: EIO/);
-    assert.equal(reason.errcode & 0xff, 10, 'SQLITE_IOERR: answered 503 unavailable');
-    assert.equal(stats().failedSyncs - before.failedSyncs, 1);
-    const next = insert('h3');
-    await flushAsked();
-    flushes.shift()?.(null);
-    await next;
-    assert.equal(count(other, 'h3'), 1);
   });
 });
 
