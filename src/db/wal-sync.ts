@@ -1,9 +1,8 @@
 // Durable acknowledgements for the group committer (docs/reliability.md, "Group commit"): under synchronous=FULL
 // the write connection commits without SQLite's own flush (synchronous=NORMAL), and the WAL is flushed here, off
 // the event loop, before any write of the commit is acknowledged.
+import { closeSync, fdatasync, openSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import type { FlushResponse } from './flush-worker.ts';
 
 /** One flush of the WAL to stable storage: calls `done` once what was written before the call is durable. */
 export type SyncWal = (done: (err: Error | null) => void) => void;
@@ -22,61 +21,36 @@ export interface WalSyncStats {
   failedSyncs: number;
 }
 
-/** Flushes the database's WAL file with fdatasync on a worker thread (flush-worker.ts), one flush at a time. */
+/** Flushes the database's WAL file with fdatasync on libuv's thread pool (password.ts leaves it threads free). */
 export function walFileSync(databasePath: string): { sync: SyncWal; close: () => Promise<void> } {
-  // Absolute now: the worker must find the same file whatever the process's directory is later.
+  // Absolute now: the same file whatever the process's directory is later.
   const walPath = `${resolve(databasePath)}-wal`;
-  let worker: Worker | undefined;
-  let pending: ((err: Error | null) => void) | undefined;
+  let fd: number | undefined;
   let closed = false;
-  const answer = (err: Error | null) => {
-    const done = pending;
-    pending = undefined;
-    worker?.unref();
-    done?.(err);
-  };
-  const spawn = () => {
-    const w = new Worker(new URL('./flush-worker.ts', import.meta.url), {
-      workerData: { walPath },
-      // Its own V8 isolate, which only ever calls fdatasync: the smallest heap limits (docs/deployment.md).
-      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
-    });
-    w.unref();
-    w.on('message', (response: FlushResponse) =>
-      answer(response.error ? Object.assign(new Error(response.error.message), response.error) : null),
-    );
-    // A flusher that died fails the flush it was doing; the next flush starts another.
-    const lost = (err?: Error) => {
-      if (worker === w) worker = undefined;
-      answer(err ?? new Error('the WAL flush thread stopped'));
-    };
-    w.on('error', lost);
-    w.on('exit', () => lost());
-    return w;
-  };
   return {
     sync(done) {
       if (closed) {
         queueMicrotask(() => done(new Error('the database is closed')));
         return;
       }
-      pending = done;
-      worker ??= spawn();
-      // A flush in progress keeps the process alive; an idle flusher does not.
-      worker.ref();
-      worker.postMessage('flush');
+      if (fd === undefined) {
+        try {
+          // Kept open: SQLite never deletes the WAL while the write connection is open, and it locks the database
+          // and -shm files, never this one, so this descriptor holds or releases no lock of SQLite's.
+          fd = openSync(walPath, 'r');
+        } catch (err) {
+          // No WAL file yet: no commit has written a frame since the database was created; nothing to make durable.
+          const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+          queueMicrotask(() => done(missing ? null : (err as Error)));
+          return;
+        }
+      }
+      fdatasync(fd, done);
     },
     async close() {
       closed = true;
-      const w = worker;
-      worker = undefined;
-      if (!w) return;
-      const exited = new Promise((r) => w.once('exit', r));
-      w.postMessage('close');
-      // A flusher that does not stop within a second is stopped by force.
-      const timer = setTimeout(() => void w.terminate(), 1000);
-      await exited;
-      clearTimeout(timer);
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
     },
   };
 }

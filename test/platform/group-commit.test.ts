@@ -567,7 +567,7 @@ describe('durable acknowledgements after the WAL flush', () => {
     }
   });
 
-  it('flushes the WAL file on a thread; before SQLite wrote one there is nothing to flush', async () => {
+  it('flushes the WAL file with fdatasync; before SQLite wrote one there is nothing to flush', async () => {
     const flush = async (path: string) => {
       const wal = walFileSync(path);
       const err = await new Promise<Error | null>((resolve) => wal.sync(resolve));

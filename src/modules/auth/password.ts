@@ -6,8 +6,24 @@ const argon2Async = promisify(argon2);
 // OWASP's minimum for argon2id: m=19 MiB, t=2, p=1.
 const PARAMS = { memory: 19_456, passes: 2, parallelism: 1, tagLength: 32 };
 
+// argon2 runs on libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise), as do file reads and
+// SQLite's WAL flushes (src/db/wal-sync.ts), which every write waits for. A burst of logins must not take every
+// thread for tens of milliseconds: hashes run at most this many at a time, leaving two threads to the rest.
+const HASHING_THREADS = Math.max(1, (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 2);
+let hashing = 0;
+const waitingToHash: (() => void)[] = [];
+
 async function derive(password: string, salt: Buffer, p: typeof PARAMS): Promise<Buffer> {
-  return argon2Async('argon2id', { message: password, nonce: salt, ...p });
+  if (hashing >= HASHING_THREADS) await new Promise<void>((resolve) => waitingToHash.push(resolve));
+  else hashing++;
+  try {
+    return await argon2Async('argon2id', { message: password, nonce: salt, ...p });
+  } finally {
+    // The slot passes straight to the next waiter, if any.
+    const next = waitingToHash.shift();
+    if (next) next();
+    else hashing--;
+  }
 }
 
 /** Hashes a password with argon2id into a PHC string. */
