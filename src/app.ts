@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import qs from 'qs';
 import type { Config } from './config.ts';
 import type { Context } from './context.ts';
-import { connectDatabase, type DbHandle } from './db/connect.ts';
+import { type ConnectOptions, connectDatabase, type DbHandle } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events/bus.ts';
 import { answerClientError } from './http/client-error.ts';
@@ -50,21 +50,24 @@ export function parseNested(text: string): Record<string, unknown> {
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
+/** The options the API opens its database with (tests open theirs with the same, bar durability and pool size). */
+export function apiConnectOptions(config: Config): ConnectOptions {
+  return {
+    synchronous: config.SQLITE_SYNCHRONOUS,
+    poolSize: 10,
+    readers: config.SQLITE_READERS,
+    readerHeapMb: config.SQLITE_READER_HEAP_MB,
+    readerCacheMb: config.SQLITE_READER_CACHE_MB,
+  };
+}
+
 /** Builds the Fastify app: plugins in order external -> infra -> modules, then the 404/405 and error handlers. */
 export async function buildApp(
   config: Config,
   options: BuildOptions = {},
 ): Promise<{ app: FastifyInstance; ctx: Context }> {
   validateEnabledOperations(config.ENABLED_OPERATIONS);
-  const handle =
-    options.handle ??
-    connectDatabase(config.DATABASE_URL, {
-      synchronous: config.SQLITE_SYNCHRONOUS,
-      poolSize: 10,
-      readers: config.SQLITE_READERS,
-      readerHeapMb: config.SQLITE_READER_HEAP_MB,
-      readerCacheMb: config.SQLITE_READER_CACHE_MB,
-    });
+  const handle = options.handle ?? connectDatabase(config.DATABASE_URL, apiConnectOptions(config));
   if (!options.skipMigrations) await migrateToLatest(handle.db, handle.dialect);
   const ctx: Context = {
     db: handle.db,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { Insertable, Kysely } from 'kysely';
 import pg from 'pg';
-import { buildApp } from '../src/app.ts';
+import { apiConnectOptions, buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import type { Context } from '../src/context.ts';
 import { connectDatabase } from '../src/db/connect.ts';
@@ -145,12 +145,7 @@ export async function insertTestUser(
 export async function startTestApp(dialect: TestDialect, overrides: Partial<Config> = {}): Promise<TestApp> {
   const { url, drop } = await dialect.create();
   const config = loadConfig({}, { DATABASE_URL: url, LOG_LEVEL: 'silent', ...overrides });
-  const handle = connectDatabase(url, {
-    synchronous: 'NORMAL',
-    poolSize: 5,
-    readers: config.SQLITE_READERS,
-    readerCacheMb: config.SQLITE_READER_CACHE_MB,
-  });
+  const handle = connectDatabase(url, { ...apiConnectOptions(config), synchronous: 'NORMAL', poolSize: 5 });
   await migrateToLatest(handle.db, handle.dialect);
   const { app, ctx } = await buildApp(config, { handle, skipMigrations: true, logger: false });
   await app.ready();

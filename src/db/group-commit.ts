@@ -239,12 +239,11 @@ export class GroupCommitter {
       this.#checkpointer = new Checkpointer(writer.path, options.checkpointIntervalMs, this.stats);
       writer.raw.exec(`PRAGMA wal_autocheckpoint = ${options.backstopCheckpointPages ?? 4000}`);
     }
-    const wal = (writer.raw.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
     if (
       writer.synchronous === 'FULL' &&
       writer.path !== undefined &&
-      wal === 'wal' &&
-      options.syncOffLoop !== false
+      options.syncOffLoop !== false &&
+      (writer.raw.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode === 'wal'
     ) {
       // SQLite's FULL flushes the WAL inside COMMIT, on this thread: 40% of the event loop under 50 connections of
       // posts. NORMAL leaves the flush out of COMMIT (checkpoints still flush the WAL first); it is done here, off
