@@ -100,7 +100,7 @@ async function main(): Promise<void> {
     DATABASE_URL: DB,
     BOOTSTRAP_CLIENT: `${CLIENT.id}:${CLIENT.secret}`,
     LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '1000000',
+    RATE_LIMIT_PER_MINUTE: '100000000',
   });
   try {
     const basic = `Basic ${Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64')}`;

@@ -349,7 +349,7 @@ async function main(): Promise<void> {
     PORT: String(API_PORT),
     LOG_LEVEL: 'warn',
     BOOTSTRAP_CLIENT: `${CLIENT.id}:${CLIENT.secret}`,
-    RATE_LIMIT_PER_MINUTE: '1000000',
+    RATE_LIMIT_PER_MINUTE: '100000000',
     WORKERS: String(opts.workers),
   };
   const api = startProcess(['src/server.ts'], env);

@@ -32,12 +32,15 @@ describe('configuration', () => {
       TRUST_PROXY: 'true',
       BOOTSTRAP_CLIENT: 'web:supersecret',
       REDIS_URL: 'redis://127.0.0.1:6379',
+      RATE_LIMIT_PER_MINUTE: '100000000',
     });
     assert.equal(config.PORT, 8080);
     assert.deepEqual(config.ENABLED_OPERATIONS, ['tags.create', 'tags.update']);
     assert.equal(config.TRUST_PROXY, true);
     assert.deepEqual(config.BOOTSTRAP_CLIENT, { id: 'web', secret: 'supersecret' });
     assert.equal(config.REDIS_URL, 'redis://127.0.0.1:6379');
+    // A benchmark's single token sends more than a million requests a minute on two cores.
+    assert.equal(config.RATE_LIMIT_PER_MINUTE, 100_000_000);
   });
 
   const bad: [string, string][] = [
@@ -59,6 +62,7 @@ describe('configuration', () => {
     ['HEAP_LIMIT_MB', '1.5'],
     ['HEAP_LIMIT_MB', '64'],
     ['MALLOC_ARENA_MAX', 'two'],
+    ['RATE_LIMIT_PER_MINUTE', '100000001'],
     ['KARMA_RULES', '/no/such/file.json'],
   ];
   for (const [name, value] of bad) {
