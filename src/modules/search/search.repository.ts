@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, PG_STEMMERS, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
+import { PREPARED } from '../../db/prepared-statements.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { tagVisibleTo } from '../tag-association/tag-association.repository.ts';
 import { type FtsKinds, ftsMatch, isPrefixTerm, LONGEST_PREFIX_INDEX, partyToken } from './search.query.ts';
@@ -760,7 +761,12 @@ export async function docIdRange(
           list.map((e) => sql`select ${e} as v`),
           sql` union all `,
         )}) k)`;
-  const r = await sql<Row>`select ${pick('min', firsts)} as first, ${pick('max', lasts)} as last`.execute(db);
+  // Prepared on PostgreSQL: planning the union of index-end probes took 1 ms per search, their run 0.2 ms; the plan
+  // (each probe an index end) does not depend on the kinds bound.
+  const r =
+    await sql<Row>`select ${PREPARED} ${pick('min', firsts)} as first, ${pick('max', lasts)} as last`.execute(
+      db,
+    );
   return { first: Number(r.rows[0]?.first ?? 0), last: Number(r.rows[0]?.last ?? 0) };
 }
 
@@ -784,8 +790,10 @@ export async function newestIdBelow(
         where kind = 'messages' and ${sql.ref(side)} = ${viewer} and id < ${beforeId}) as v`);
     }
   }
-  const r = await sql<{ v: number | string | null }>`
-    select max(v) as v from (${sql.join(probes, sql` union all `)}) k`.execute(db);
+  // Prepared on PostgreSQL, as docIdRange: index-end probes whose plan does not depend on the values bound.
+  const r = await sql<{
+    v: number | string | null;
+  }>`select ${PREPARED} max(v) as v from (${sql.join(probes, sql` union all `)}) k`.execute(db);
   return Number(r.rows[0]?.v ?? 0);
 }
 
