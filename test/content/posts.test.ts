@@ -76,6 +76,33 @@ for (const dialect of testDialects()) {
       assert.equal(body(dflt).data.language, 'de');
     });
 
+    it("gives a post without a language its author's language, as stored", async () => {
+      const author = await t.createUser();
+      const set = await t.inject({
+        method: 'POST',
+        url: `/users/${author.uuid}/update`,
+        token: author.token,
+        payload: { language: 'fr' },
+      });
+      assert.equal(set.statusCode, 200, set.body);
+      const res = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: author.token,
+        payload: { body: 'bonjour' },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const uuid = body(res).data.uuid;
+      assert.equal(body(res).data.language, 'fr');
+      assert.equal(body(await t.inject({ url: `/posts/${uuid}`, token: author.token })).data.language, 'fr');
+      const stored = await t.ctx.db
+        .selectFrom('posts')
+        .select('language')
+        .where('uuid', '=', uuid)
+        .executeTakeFirst();
+      assert.equal(stored?.language, 'fr');
+    });
+
     it('shows each post only to those allowed; not visible answers exactly like missing', async () => {
       const readers = { guest: t.guest, stranger: stranger.token, friend: friend.token, owner: owner.token };
       const expected: Record<string, string[]> = {

@@ -278,6 +278,24 @@ for (const dialect of testDialects()) {
       assert.equal(statements.filter((s) => /from "users"/.test(s)).length, 1, statements.join('\n'));
     });
 
+    it("a post without a language reads its author's language in its insert, not in a statement before", async () => {
+      log.statements.length = 0;
+      const res = await injectWithToken(app, {
+        method: 'POST',
+        url: '/posts',
+        token: author.token,
+        payload: { body: 'x' },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const start = log.statements.findIndex((s) => /^insert into "posts"/.test(s));
+      assert.ok(start >= 0, log.statements.join('\n'));
+      assert.ok(
+        !log.statements.slice(0, start).some((s) => /from "users"/.test(s)),
+        log.statements.join('\n'),
+      );
+      assert.match(log.statements[start] as string, /select u\.language from users u/);
+    });
+
     it('under the cap a grant worth points locks the author on PostgreSQL only, and counts exactly', async () => {
       const fresh = await insertTestUser(ctx, 'stmt-client', `fresh_${dialect.name}`);
       log.statements.length = 0;

@@ -5,7 +5,6 @@ import { nowIso, uuidv7 } from '../../db/time.ts';
 import { objectNotFound } from '../../http/errors.ts';
 import { deleteCommentsOfPost } from '../comment/comment.service.ts';
 import { findNetworkByUuid } from '../network/network.repository.ts';
-import { findUserByUuid } from '../user/user.repository.ts';
 import * as repo from './post.repository.ts';
 import type { CreatePostInput, Post, UpdatePostInput } from './post.schemas.ts';
 import type { PostTable } from './post.table.ts';
@@ -31,21 +30,21 @@ export async function createPost(ctx: Context, userUuid: string, input: CreatePo
     if (input.network_uuid !== undefined && !(await findNetworkByUuid(trx, input.network_uuid))) {
       throw objectNotFound('network');
     }
-    // The author's row is read only for the default language; an author deleted meanwhile fails the insert's
-    // foreign key either way (409).
-    const language = input.language ?? (await findUserByUuid(trx, userUuid))?.language ?? 'en';
     const now = nowIso();
-    const row = {
+    const fields = {
       uuid: uuidv7(),
       user_uuid: userUuid,
       body: input.body,
       visibility: input.visibility ?? 'public',
-      language,
       network_uuid: input.network_uuid ?? null,
       created_at: now,
       updated_at: now,
     };
-    await repo.insertPost(trx, row);
+    // Without a language the post takes its author's; an author deleted meanwhile fails the insert's foreign key (409).
+    const row = {
+      ...fields,
+      language: await repo.insertPost(trx, { ...fields, language: input.language ?? null }),
+    };
     // The text rides along, so the tag subscriber need not read the row just written back.
     await ctx.bus.emit(trx, {
       name: 'postCreated',
