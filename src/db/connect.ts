@@ -71,7 +71,12 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     const db = new Kysely<Database>({ dialect });
     // With group commit, reads outside transactions (the data version's query too) go to the committed-data
     // connection, whose data_version moves with every commit of the write connection or another process.
-    if (reader) registerDirectVersionReader(db, () => String(reader.dataVersion()));
+    if (reader) {
+      registerDirectVersionReader(db, () => ({
+        data: String(reader.dataVersion()),
+        auth: String(reader.authVersion()),
+      }));
+    }
     // An in-memory database belongs to its one connection, so no other thread can read it.
     const readers = path === ':memory:' ? 0 : (options.readers ?? 0);
     const readDb =

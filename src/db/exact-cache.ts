@@ -2,21 +2,31 @@ import { sql } from 'kysely';
 import type { Db, Dialect } from './database.ts';
 
 /**
+ * The versions cached answers are kept under, read together. `data` moves with every commit. `auth` moves with
+ * every change a token check could see: tokens, clients, a user's role, a deleted user (migration 0021), so token
+ * checks stay cached while posts and reactions are written.
+ */
+export interface Versions {
+  data: string;
+  auth: string;
+}
+
+/**
  * Reads of a synchronous version source, shared by the requests of one event-loop turn: taken once, after the
  * turn's I/O callbacks (setImmediate), when every request that asked during the turn has arrived, so each gets a
  * version read after it arrived (exact), and under load one read serves every request the turn took in.
  */
 export class TurnSharedReads {
-  readonly #read: () => string;
-  #pending: Promise<string> | undefined;
+  readonly #read: () => Versions;
+  #pending: Promise<Versions> | undefined;
 
-  constructor(read: () => string) {
+  constructor(read: () => Versions) {
     this.#read = read;
   }
 
   /** A version read after this call, in this turn's check phase. */
-  get(): Promise<string> {
-    this.#pending ??= new Promise<string>((resolve, reject) => {
+  get(): Promise<Versions> {
+    this.#pending ??= new Promise<Versions>((resolve, reject) => {
       setImmediate(() => {
         this.#pending = undefined;
         try {
@@ -30,14 +40,14 @@ export class TurnSharedReads {
   }
 }
 
-// Direct readers of the data version that skip the query builder (connect.ts registers them).
+// Direct readers of the versions that skip the query builder (connect.ts registers them).
 const directVersionReaders = new WeakMap<Db, TurnSharedReads>();
 
 /**
- * Registers a direct, synchronous reader of `db`'s data version, used instead of the query below: it must change on
- * every commit that query would see. Its reads are shared by the requests of a turn (TurnSharedReads).
+ * Registers a direct, synchronous reader of `db`'s versions, used instead of the query below: its data version must
+ * change on every commit that query would see. Its reads are shared by the requests of a turn (TurnSharedReads).
  */
-export function registerDirectVersionReader(db: Db, read: () => string): void {
+export function registerDirectVersionReader(db: Db, read: () => Versions): void {
   directVersionReaders.set(db, new TurnSharedReads(read));
 }
 
@@ -49,16 +59,16 @@ export function registerDirectVersionReader(db: Db, read: () => string): void {
  * per request.
  */
 export class SharedVersionReads {
-  readonly #read: () => Promise<string>;
-  #sent: Promise<string> | undefined;
-  #next: Promise<string> | undefined;
+  readonly #read: () => Promise<Versions>;
+  #sent: Promise<Versions> | undefined;
+  #next: Promise<Versions> | undefined;
 
-  constructor(read: () => Promise<string>) {
+  constructor(read: () => Promise<Versions>) {
     this.#read = read;
   }
 
   /** A version read sent after this call. */
-  get(): Promise<string> {
+  get(): Promise<Versions> {
     if (this.#next) return this.#next;
     const sent = this.#sent;
     if (!sent) return this.#send();
@@ -70,12 +80,12 @@ export class SharedVersionReads {
     return next;
   }
 
-  #sendNext(): Promise<string> {
+  #sendNext(): Promise<Versions> {
     this.#next = undefined;
     return this.#send();
   }
 
-  #send(): Promise<string> {
+  #send(): Promise<Versions> {
     const sent = this.#read();
     this.#sent = sent;
     const done = () => {
@@ -89,36 +99,39 @@ export class SharedVersionReads {
 const sharedPostgresReads = new WeakMap<Db, SharedVersionReads>();
 
 /**
- * A value that changes whenever anything is committed to the database, by any connection or process: the
- * version cached answers are kept under. SQLite: this connection's own row changes plus `data_version` (bumped by
- * commits of every other connection); read on `ctx.db`, whose queries wait for an open transaction to end.
- * PostgreSQL: the current snapshot (a write needs a transaction id, which moves xmax, and its commit leaves the
- * in-progress list), read by one query for all requests waiting at once (SharedVersionReads).
+ * The versions cached answers are kept under (Versions). The data version changes whenever anything is committed
+ * to the database, by any connection or process. SQLite: this connection's own row changes plus `data_version`
+ * (bumped by commits of every other connection); read on `ctx.db`, whose queries wait for an open transaction to
+ * end. PostgreSQL: the current snapshot (a write needs a transaction id, which moves xmax, and its commit leaves
+ * the in-progress list), read by one query for all requests waiting at once (SharedVersionReads). The auth version
+ * is the counter of migration 0021, read by the same statement.
  */
-function dataVersion(db: Db, dialect: Dialect): Promise<string> {
+function readVersions(db: Db, dialect: Dialect): Promise<Versions> {
   const direct = directVersionReaders.get(db);
   if (direct) return direct.get();
   if (dialect === 'postgres') {
     let shared = sharedPostgresReads.get(db);
     if (!shared) {
       shared = new SharedVersionReads(async () => {
-        const r = await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(db);
-        return r.rows[0]?.v ?? '';
+        const r = await sql<{ v: string; a: string }>`
+          select pg_current_snapshot()::text as v, (select n from auth_version where id = 1)::text as a`.execute(
+          db,
+        );
+        return { data: r.rows[0]?.v ?? '', auth: r.rows[0]?.a ?? '' };
       });
       sharedPostgresReads.set(db, shared);
     }
     return shared.get();
   }
-  return sqliteVersion(db);
+  return sqliteVersions(db);
 }
 
-async function sqliteVersion(db: Db): Promise<string> {
-  const r = await sql<{
-    c: number;
-    v: number;
-  }>`select total_changes() as c, (select data_version from pragma_data_version) as v`.execute(db);
+async function sqliteVersions(db: Db): Promise<Versions> {
+  const r = await sql<{ c: number; v: number; a: number }>`
+    select total_changes() as c, (select data_version from pragma_data_version) as v,
+      (select n from auth_version where id = 1) as a`.execute(db);
   const row = r.rows[0];
-  return row ? `${row.c}:${row.v}` : '';
+  return row ? { data: `${row.c}:${row.v}`, auth: String(row.a) } : { data: '', auth: '' };
 }
 
 // A cache entry's own cost besides key and answer: the Map slot, the entry object and its fields.
@@ -152,7 +165,8 @@ export function approxBytes(value: unknown): number {
 /**
  * An exact cache of read answers (searches, single tags, karma records, token checks): an answer is reused only
  * while the database is unchanged since it was computed (any committed write anywhere, by this process or another,
- * moves the data version: `dataVersion`). So a cached answer is always the answer a fresh read would give: no
+ * moves the data version: `readVersions`; token checks are kept under the auth version, which every write they
+ * could see moves). So a cached answer is always the answer a fresh read would give: no
  * staleness, nothing a viewer may no longer see, read-your-writes kept. Keys hold the viewer, so one viewer's
  * answer is never given to another (a karma record is kept once: its Owner check runs on every request). Identical requests arriving while one is being computed share it.
  */
@@ -258,7 +272,7 @@ export class ExactCache<T> {
 }
 
 /**
- * The data version of one request, read once at its first cached read (so after the request arrived) and shared
+ * The versions of one request, read once at its first cached read (so after the request arrived) and shared
  * by its later ones: the token check and the answer then cost one version read together, which on PostgreSQL is
  * one round trip instead of two. Exact as each read alone: a write committed before the request arrived moved the
  * version before it was read; one committed while the request runs is concurrent with it, and the request may
@@ -268,17 +282,17 @@ export class ExactCache<T> {
 export class RequestVersion {
   readonly #db: Db;
   readonly #dialect: Dialect;
-  #version: Promise<string> | undefined;
+  #versions: Promise<Versions> | undefined;
 
   constructor(db: Db, dialect: Dialect) {
     this.#db = db;
     this.#dialect = dialect;
   }
 
-  /** The version, read on the first call. */
-  get(): Promise<string> {
-    this.#version ??= dataVersion(this.#db, this.#dialect);
-    return this.#version;
+  /** The versions, read on the first call. */
+  get(): Promise<Versions> {
+    this.#versions ??= readVersions(this.#db, this.#dialect);
+    return this.#versions;
   }
 }
 
@@ -293,6 +307,11 @@ export interface ReadCacheScope {
   maxBytes?: number;
   /** The request's version, shared by its cached reads; without it each cached read reads the version itself. */
   version?: RequestVersion | null | undefined;
+  /**
+   * The version the answers are kept under: the data version (default), or for answers that read only tokens,
+   * clients and users' roles (token checks) the auth version, which writes of content leave alone.
+   */
+  keyedBy?: keyof Versions;
 }
 
 /**
@@ -337,6 +356,6 @@ export async function cachedRead<T>(
     cache = new ExactCache<T>(scope.capacity, weigh, scope.maxBytes ?? DEFAULT_CACHE_BYTES);
     byPurpose.set(purpose, cache as ExactCache<unknown>);
   }
-  const version = scope.version ? await scope.version.get() : await dataVersion(scope.db, scope.dialect);
-  return cache.get(version, key, compute, fresh);
+  const versions = scope.version ? await scope.version.get() : await readVersions(scope.db, scope.dialect);
+  return cache.get(versions[scope.keyedBy ?? 'data'], key, compute, fresh);
 }

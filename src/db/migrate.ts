@@ -21,6 +21,7 @@ import { associationColdReadsMigration } from './migrations/0017-association-col
 import { searchScopeIndexMigration } from './migrations/0018-search-scope-index.ts';
 import { connectionCoverMigration } from './migrations/0019-connection-cover.ts';
 import { searchMessagePartyTokensMigration } from './migrations/0020-search-message-party-tokens.ts';
+import { authVersionMigration } from './migrations/0021-auth-version.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -45,6 +46,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0018-search-scope-index': searchScopeIndexMigration(dialect),
     '0019-connection-cover': connectionCoverMigration(dialect),
     '0020-search-message-party-tokens': searchMessagePartyTokensMigration(dialect),
+    '0021-auth-version': authVersionMigration(dialect),
   };
 }
 

@@ -80,6 +80,7 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   readonly synchronous: SqliteOptions['synchronous'];
   readonly #cache = new Map<string, CachedStatement>();
   #dataVersion: StatementSync | undefined;
+  #authVersion: StatementSync | undefined;
 
   constructor(options: SqliteOptions) {
     this.path = options.path === ':memory:' ? undefined : options.path;
@@ -122,8 +123,15 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     return Number((this.#dataVersion.get() as { data_version: number }).data_version);
   }
 
+  /** The auth version (migration 0021), read directly for the same reason as dataVersion. */
+  authVersion(): number {
+    this.#authVersion ??= this.raw.prepare('SELECT n FROM auth_version WHERE id = 1');
+    return Number((this.#authVersion.get() as { n: number }).n);
+  }
+
   close(): void {
     this.#dataVersion = undefined;
+    this.#authVersion = undefined;
     this.#cache.clear();
     if (this.raw.isOpen) this.raw.close();
   }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { connectDatabase } from '../../src/db/connect.ts';
@@ -7,6 +8,7 @@ import {
   registerDirectVersionReader,
   SharedVersionReads,
   TurnSharedReads,
+  type Versions,
 } from '../../src/db/exact-cache.ts';
 import { body, injectWithToken, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost, findTag } from '../tags/support.ts';
@@ -152,6 +154,82 @@ for (const dialect of testDialects()) {
     });
   });
 
+  // Token checks are kept under the auth version (migration 0021): its triggers must see every change a check reads,
+  // whoever makes it, and nothing else.
+  describe(`token checks under the auth version [${dialect.name}]`, () => {
+    let t: TestApp;
+    let byHand: ReturnType<typeof connectDatabase>;
+
+    before(async () => {
+      t = await startTestApp(dialect, { ENABLED_OPERATIONS: ['tags.delete'] });
+      // SQL by hand on connections of its own: an operator's psql or sqlite3.
+      byHand = connectDatabase(t.url, { synchronous: 'NORMAL', poolSize: 1, readers: 0 });
+    });
+    after(async () => {
+      await byHand?.db.destroy();
+      await t?.close();
+    });
+
+    const authVersion = async () =>
+      Number(
+        (await sql<{ n: number }>`select n from auth_version where id = 1`.execute(byHand.db)).rows[0]?.n,
+      );
+
+    it('content writes leave the auth version as it was', async () => {
+      const user = await t.createUser();
+      const before = await authVersion();
+      await createPost(t, user, 'nothing about tokens #authversion');
+      const post = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: user.token,
+        payload: { body: 'again' },
+      });
+      assert.equal(post.statusCode, 201);
+      assert.equal(await authVersion(), before);
+    });
+
+    it('a role, a client and a token changed in SQL by hand are seen by the next request', async () => {
+      const user = await t.createUser();
+      const missing = '01890000-0000-7000-8000-000000000000';
+      const remove = () =>
+        t.inject({ method: 'POST', url: `/tags/${missing}/delete`, token: user.token, payload: {} });
+      const refused = await remove();
+      assert.equal(refused.statusCode, 403, refused.body);
+      assert.equal((await remove()).statusCode, 403, 'answered from the cached check the second time');
+      await byHand.db.updateTable('users').set({ role: 'admin' }).where('uuid', '=', user.uuid).execute();
+      const admitted = await remove();
+      assert.equal(admitted.statusCode, 404, admitted.body);
+
+      const me = () => t.inject({ method: 'GET', url: '/me', token: user.token });
+      assert.equal((await me()).statusCode, 200);
+      await byHand.db.updateTable('clients').set({ disabled: 1 }).where('id', '=', t.client.id).execute();
+      const disabled = await me();
+      assert.equal(body(disabled).error?.code, 'invalid_client', disabled.body);
+      await byHand.db.updateTable('clients').set({ disabled: 0 }).where('id', '=', t.client.id).execute();
+      assert.equal((await me()).statusCode, 200);
+
+      await byHand.db
+        .updateTable('tokens')
+        .set({ revoked_at: new Date().toISOString() })
+        .where('user_uuid', '=', user.uuid)
+        .execute();
+      const revoked = await me();
+      assert.equal(revoked.statusCode, 401, revoked.body);
+      assert.equal(body(revoked).error.code, 'unauthenticated');
+    });
+
+    it('a user deleted in SQL by hand is refused by the next request', async () => {
+      const user = await t.createUser();
+      const me = () => t.inject({ method: 'GET', url: '/me', token: user.token });
+      assert.equal((await me()).statusCode, 200);
+      // Its tokens go with it (a foreign key's cascade), which the check sees either way.
+      await byHand.db.deleteFrom('users').where('uuid', '=', user.uuid).execute();
+      const refused = await me();
+      assert.equal(refused.statusCode, 401, refused.body);
+    });
+  });
+
   describe(`one data version read per request [${dialect.name}]`, () => {
     let t: TestApp;
     let alice: TestUser;
@@ -165,7 +243,7 @@ for (const dialect of testDialects()) {
       // A counting stand-in for the engine's version: it moves only when the test says a write happened.
       registerDirectVersionReader(t.ctx.db, () => {
         reads++;
-        return String(version);
+        return { data: String(version), auth: String(version) };
       });
     });
     after(async () => {
@@ -198,29 +276,30 @@ for (const dialect of testDialects()) {
 
 describe('shared version reads (PostgreSQL)', () => {
   it('gives every caller a read sent after it asked, one read for all who wait together', async () => {
-    const sent: { at: number; resolve: (v: string) => void }[] = [];
+    const sent: { at: number; resolve: (v: Versions) => void }[] = [];
     let clock = 0;
     const reads = new SharedVersionReads(
-      () => new Promise<string>((resolve) => sent.push({ at: ++clock, resolve })),
+      () => new Promise<Versions>((resolve) => sent.push({ at: ++clock, resolve })),
     );
     const ask = () => {
       const askedAt = ++clock;
-      return reads.get().then((v) => ({ askedAt, sentAt: Number(v) }));
+      return reads.get().then((v) => ({ askedAt, sentAt: Number(v.data) }));
     };
+    const at = (n: number) => ({ data: String(n), auth: '0' });
     const first = ask();
     assert.equal(sent.length, 1, 'nothing running: sent at once');
     const waiting = [ask(), ask(), ask()];
     assert.equal(sent.length, 1, 'the running read is too early for later callers: they wait');
-    sent[0]?.resolve(String(sent[0].at));
+    sent[0]?.resolve(at(sent[0].at));
     await first;
     await new Promise((r) => setImmediate(r));
     assert.equal(sent.length, 2, 'one read for the three that waited');
     const late = ask();
-    sent[1]?.resolve(String(sent[1].at));
+    sent[1]?.resolve(at(sent[1].at));
     const answers = [await first, ...(await Promise.all(waiting))];
     await new Promise((r) => setImmediate(r));
     assert.equal(sent.length, 3, 'a caller that came during the second read gets a third');
-    sent[2]?.resolve(String(sent[2].at));
+    sent[2]?.resolve(at(sent[2].at));
     answers.push(await late);
     for (const a of answers)
       assert.ok(a.sentAt > a.askedAt, `read sent at ${a.sentAt}, asked at ${a.askedAt}`);
@@ -233,15 +312,18 @@ describe('turn-shared version reads (SQLite)', () => {
     let version = 0;
     const reads = new TurnSharedReads(() => {
       log.push('read');
-      return String(++version);
+      return { data: String(++version), auth: '0' };
     });
     const asked = [1, 2, 3].map((i) => {
       log.push(`ask ${i}`);
       return reads.get();
     });
     assert.deepEqual(log, ['ask 1', 'ask 2', 'ask 3'], 'nothing is read while the turn still runs');
-    assert.deepEqual(await Promise.all(asked), ['1', '1', '1']);
+    assert.deepEqual(
+      (await Promise.all(asked)).map((v) => v.data),
+      ['1', '1', '1'],
+    );
     assert.deepEqual(log, ['ask 1', 'ask 2', 'ask 3', 'read']);
-    assert.equal(await reads.get(), '2', 'a later turn reads anew');
+    assert.equal((await reads.get()).data, '2', 'a later turn reads anew');
   });
 });

@@ -21,15 +21,16 @@ const unauthenticated = (message: string) =>
 type TokenCheckRow = Awaited<ReturnType<typeof repo.findTokenForCheck>>;
 
 /**
- * The token row of a hash, from the exact read cache while nothing was committed since it was read (a revocation,
- * a deleted user or a disabled client is a commit, so it is seen by the very next request).
+ * The token row of a hash, from the exact read cache while nothing it reads changed since (a revocation, a deleted
+ * user, a changed role or a disabled client moves the auth version, so it is seen by the very next request).
  */
 async function findTokenRow(
   ctx: Context,
   tokenHash: string,
   version: RequestVersion | null | undefined,
 ): Promise<{ row: TokenCheckRow; expiresAtMs: number }> {
-  const scope = readCacheScope(ctx, version);
+  // Kept under the auth version: a post or a reaction leaves every token check as it was.
+  const scope = { ...readCacheScope(ctx, version), keyedBy: 'auth' as const };
   // Wrapped: an unknown token (undefined) is an answer worth keeping too. The expiry is parsed once per read, as
   // every use compares it with the clock.
   return cachedRead(scope, 'token', tokenHash, false, async () => {
