@@ -212,7 +212,8 @@ async function seedIfEmpty(opts: Options): Promise<string> {
  * the newest documents a search looks at first; docs/benchmarks.md, "Benchmarking").
  */
 async function removeBenchPosts(opts: Options, list: Scenario[], base: string): Promise<number> {
-  const write = list.find((s) => s.method === 'POST' && s.path === '/posts');
+  const isWrite = (s: Scenario | undefined) => s?.method === 'POST' && s.path === '/posts';
+  const write = list.map((s) => (isWrite(s) ? s : s.alongside?.scenario)).find(isWrite);
   if (!write) return 0;
   const handle = connectDatabase(opts.db, { poolSize: 1, statementTimeoutMs: 600_000 });
   let removed = 0;
@@ -350,6 +351,8 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     BOOTSTRAP_CLIENT: `${CLIENT.id}:${CLIENT.secret}`,
     RATE_LIMIT_PER_MINUTE: '100000000',
+    // bench_user and the many-users scenario's users log in once each.
+    TOKEN_REQUESTS_PER_MINUTE: '1000',
     WORKERS: String(opts.workers),
   };
   const api = startProcess(['src/server.ts'], env);
@@ -362,15 +365,26 @@ async function main(): Promise<void> {
     const earlier = await removeBenchPosts(opts, list, base);
     if (earlier > 0) console.log(`removed ${earlier} posts left by earlier runs' POST scenario`);
     const rows: Row[] = [];
-    const drive = (url: string, s?: Scenario) =>
-      autocannon({
+    const drive = (url: string, s?: Scenario, connections = opts.connections) => {
+      // Connection i of a many-users scenario sends the i-th user's headers.
+      let next = 0;
+      const perConnection = s?.connectionHeaders;
+      return autocannon({
         url,
         duration: opts.duration,
-        connections: opts.connections,
+        connections,
         method: s?.method ?? 'GET',
         headers: s?.headers,
         requests: s?.requests,
-      });
+        ...(perConnection
+          ? {
+              setupClient: (client: { setHeaders: (h: Record<string, string>) => void }) => {
+                client.setHeaders(perConnection[next++ % perConnection.length] as Record<string, string>);
+              },
+            }
+          : {}),
+      } as autocannon.Options);
+    };
 
     const floorResult = await drive(`http://127.0.0.1:${FLOOR_PORT}/floor`);
     const floorRps = floorResult.requests.average;
@@ -393,7 +407,16 @@ async function main(): Promise<void> {
       if (waited > 1)
         console.log(`(waited ${waited} s for the API to finish the previous scenario's backlog)`);
       await eventLoopP99Ms(); // reading the metric resets its window
-      const r = await drive(`${base}${s.path}`, s);
+      const beside = s.alongside;
+      const [r, other] = await Promise.all([
+        drive(`${base}${s.path}`, s),
+        beside ? drive(`${base}${beside.scenario.path}`, beside.scenario, beside.connections) : undefined,
+      ]);
+      if (other) {
+        console.log(
+          `${s.name}: alongside, ${beside?.scenario.name} at ${Math.round(other.requests.average)}/s, non-2xx ${other.non2xx}`,
+        );
+      }
       const rss = rssMb(api.pid as number);
       const el = await eventLoopP99Ms();
       const row: Row = {
@@ -408,6 +431,7 @@ async function main(): Promise<void> {
         elP99: el,
         ratio: s.method === 'POST' ? '-' : (r.requests.average / floorRps).toFixed(2),
       };
+      if (other) row.name = `${s.name} (${Math.round(other.requests.average)} posts/s beside)`;
       rows.push(row);
       if (r.non2xx > 0) {
         const codes = Object.entries(

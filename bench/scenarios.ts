@@ -17,7 +17,14 @@ export interface Scenario {
   requests?: autocannon.Request[];
   /** Search scenarios also timed against the LIKE '%term%' baseline; the terms of the query. */
   likeTerms?: string[];
+  /** When set, connection i sends the i-th of these (cycling) instead of `headers`: many users at once. */
+  connectionHeaders?: Record<string, string>[];
+  /** A load driven at the same time on its own connections (writes the read competes with). */
+  alongside?: { scenario: Scenario; connections: number };
 }
+
+/** How many users the many-users scenario logs in: one per connection of the harness's default 50. */
+export const MANY_USERS = 50;
 
 /** The 20 commonest words of the seeded English vocabulary, commonest first (what users type most). */
 export function commonestWords(): string[] {
@@ -36,21 +43,30 @@ async function json(res: Response, what: string): Promise<Record<string, unknown
   return JSON.parse(text) as Record<string, unknown>;
 }
 
-/** Logs in as bench_user (password grant) and returns the access token. */
-export async function benchToken(base: string, client: { id: string; secret: string }): Promise<string> {
+/** Logs in a seeded user (password grant) and returns the access token. */
+async function seededToken(
+  base: string,
+  client: { id: string; secret: string },
+  username: string,
+): Promise<string> {
   const res = await fetch(`${base}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       grant_type: 'password',
-      username: BENCH_USERNAME,
+      username,
       password: SEED_PASSWORD,
       client_id: client.id,
       client_secret: client.secret,
     }),
   });
-  const body = await json(res, 'password grant for bench_user');
+  const body = await json(res, `password grant for ${username}`);
   return body.access_token as string;
+}
+
+/** Logs in as bench_user (password grant) and returns the access token. */
+export async function benchToken(base: string, client: { id: string; secret: string }): Promise<string> {
+  return seededToken(base, client, BENCH_USERNAME);
 }
 
 /** Builds the scenario list against a running API on a seeded database. */
@@ -118,11 +134,23 @@ export async function scenarios(base: string, client: { id: string; secret: stri
       ],
     },
   ];
+  // Many users reading while one writes: each commit moves the data version, so every cached answer is computed
+  // again, but a token check only when tokens change (the auth version, docs/decisions.md).
+  const found = await get(`/search/users?query=${encodeURIComponent('a')}&limit=${MANY_USERS}`);
+  const usernames = (found.data as { username: string }[]).map((u) => u.username);
+  const tokens: string[] = [];
+  for (const username of usernames) tokens.push(await seededToken(base, client, username));
+  const write = list.find((s) => s.method === 'POST') as Scenario;
+  list.push({
+    ...scenario(`GET /tags/{uuid} as ${tokens.length} users while bench_user posts`, `/tags/${tag.uuid}`),
+    connectionHeaders: tokens.map((token) => ({ authorization: `Bearer ${token}` })),
+    alongside: { scenario: write, connections: 10 },
+  });
   // The commonest-word rotation is compared with LIKE word by word too.
   const rotation = list.find((s) => s.requests && s.method === 'GET');
   if (rotation) rotation.likeTerms = common.slice(0, 5);
   // Every read the exact caches serve (searches, tags, tag associations, karma records) is also measured uncached.
-  return list.flatMap((s) => (s.method === 'GET' ? [s, uncached(s)] : [s]));
+  return list.flatMap((s) => (s.method === 'GET' && !s.alongside ? [s, uncached(s)] : [s]));
 }
 
 /** Headers that ask the API for an answer computed afresh, not one from its exact answer cache. */
