@@ -138,6 +138,8 @@ export async function scenarios(base: string, client: { id: string; secret: stri
   // again, but a token check only when tokens change (the auth version, docs/decisions.md).
   const found = await get(`/search/users?query=${encodeURIComponent('a')}&limit=${MANY_USERS}`);
   const usernames = (found.data as { username: string }[]).map((u) => u.username);
+  if (usernames.length < MANY_USERS)
+    throw new Error(`the world has fewer than ${MANY_USERS} users to log in`);
   const tokens: string[] = [];
   for (const username of usernames) tokens.push(await seededToken(base, client, username));
   const write = list.find((s) => s.method === 'POST') as Scenario;

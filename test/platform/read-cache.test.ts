@@ -228,6 +228,15 @@ for (const dialect of testDialects()) {
       const refused = await me();
       assert.equal(refused.statusCode, 401, refused.body);
     });
+    it('tokens emptied by TRUNCATE (PostgreSQL) are refused by the next request', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const user = await t.createUser();
+      const me = () => t.inject({ method: 'GET', url: '/me', token: user.token });
+      assert.equal((await me()).statusCode, 200);
+      await sql`truncate tokens`.execute(byHand.db);
+      assert.equal((await me()).statusCode, 401);
+    });
   });
 
   describe(`one data version read per request [${dialect.name}]`, () => {

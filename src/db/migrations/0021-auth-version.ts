@@ -22,15 +22,21 @@ export function authVersionMigration(dialect: Dialect) {
         ['users', ['UPDATE OF role', 'DELETE']],
       ];
       if (dialect === 'postgres') {
-        await sql`CREATE FUNCTION bump_auth_version() RETURNS trigger LANGUAGE plpgsql AS $$
+        // The table named by schema: a trigger runs under the search_path of whoever writes.
+        const schema =
+          (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s ?? 'public';
+        await sql
+          .raw(`CREATE FUNCTION bump_auth_version() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN
-            UPDATE auth_version SET n = n + 1 WHERE id = 1;
+            UPDATE "${schema.replace(/"/g, '""')}".auth_version SET n = n + 1 WHERE id = 1;
             RETURN NULL;
-          END $$`.execute(db);
+          END $$`)
+          .execute(db);
         for (const [table, events] of watched) {
+          // TRUNCATE too: an operator emptying tokens (or users, clients with CASCADE) logs everyone out.
           await sql
-            .raw(`CREATE TRIGGER ${table}_auth_version AFTER ${events.join(' OR ')} ON ${table}
-              FOR EACH STATEMENT EXECUTE FUNCTION bump_auth_version()`)
+            .raw(`CREATE TRIGGER ${table}_auth_version AFTER ${[...events, 'TRUNCATE'].join(' OR ')}
+              ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION bump_auth_version()`)
             .execute(db);
         }
         return;

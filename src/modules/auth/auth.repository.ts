@@ -26,8 +26,9 @@ export async function findTokenForCheck(db: Db, tokenHash: string) {
     ])
     .where('tokens.token_hash', '=', tokenHash)
     .executeTakeFirst();
-  // A token outlives neither its client nor its user (foreign keys cascade); a missing client counts as disabled.
-  return row && { ...row, client_disabled: row.client_disabled ?? 1 };
+  // A token outlives neither its client nor its user (foreign keys cascade); without its client it is not known,
+  // as the join answered.
+  return row && row.client_disabled !== null ? { ...row, client_disabled: row.client_disabled } : undefined;
 }
 
 /** Stores a token row (only its hash). */
