@@ -209,7 +209,7 @@ class StatementLog implements KyselyPlugin {
 }
 
 for (const dialect of testDialects()) {
-  describe(`POST /posts statements [${dialect.name}]`, () => {
+  describe(`statements per request (posts, lists, searches) [${dialect.name}]`, () => {
     let app: FastifyInstance;
     let ctx: Context;
     let log: StatementLog;
@@ -359,6 +359,26 @@ for (const dialect of testDialects()) {
         assert.ok(after > first, `${base}: ${after} after a write, ${first} before`);
         assert.equal(counts(), 1, 'counted anew after the write');
       }
+    });
+
+    it('a signed-in search reads the id ranges of its kinds in one statement', async () => {
+      await post('a searchable zymurgy post');
+      log.statements.length = 0;
+      const res = await injectWithToken(app, {
+        method: 'GET',
+        url: '/search?query=zymurgy',
+        token: author.token,
+        headers: { 'cache-control': 'no-cache' },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.deepEqual(
+        body(res).data.map((i: { body?: string }) => i.body),
+        ['a searchable zymurgy post'],
+      );
+      // The ranges of the kinds but messages and of every kind searched: one round trip, not one each.
+      const ranges = log.statements.filter((s) => /\(select min\(id\) from search_docs/.test(s));
+      assert.equal(ranges.length, 1, log.statements.join('\n'));
+      assert.match(ranges[0] as string, /as "?first1"?/);
     });
 
     it('GET /karma/{uuid} reads the record once: its Owner check answers with it', async () => {

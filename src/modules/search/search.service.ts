@@ -209,9 +209,10 @@ async function exactDocs(
   const others = scope.kinds.filter((k) => k !== 'messages');
   if (scope.viewer === null && others.length === 0) return [];
   const kinds = others.length > 0 ? others : scope.kinds;
-  const { first: firstOther, last: top } = await repo.docIdRange(db, kinds);
   const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
-  const { first, last } = mine ? await repo.docIdRange(db, scope.kinds) : { first: firstOther, last: top };
+  const [ofOthers, ofAll] = await repo.docIdRanges(db, mine ? [kinds, scope.kinds] : [kinds]);
+  const { first: firstOther, last: top } = ofOthers as { first: number; last: number };
+  const { first, last } = ofAll ?? { first: firstOther, last: top };
   // The recent window: the ids (recent, last], its documents other than messages among the ids (recent, top];
   // older documents exist only if recent >= first.
   const recent = top - searchTuning.recentDocs;
