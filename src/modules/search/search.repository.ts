@@ -736,6 +736,54 @@ export async function countMatchesIn(
   return Number(r.rows[0]?.n ?? 0);
 }
 
+/** A range of ids: (`afterId`, `toId`]. */
+export interface IdRange {
+  afterId: number;
+  toId: number;
+}
+
+/**
+ * PostgreSQL: countMatchesIn of `newest` and, in the same statement when that count is under `spreadWhenUnder`,
+ * the matches summed over the `spread` ranges (each counted up to `spreadCap`; null when not counted). The spread
+ * ranges sample the whole index, so a block of documents without the words at the top (one author's thousand posts)
+ * cannot make a common word look rare (docs/search.md, "Common words under a block of new posts").
+ */
+export async function countNewestAndSpread(
+  db: Db,
+  match: Match,
+  kinds: readonly DocKind[],
+  newest: IdRange & { cap: number },
+  spread: readonly IdRange[],
+  spreadCap: number,
+  spreadWhenUnder: number,
+): Promise<{ newest: number; spread: number | null }> {
+  const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
+  const narrow = kinds.length < DOC_KINDS.length;
+  // ts_match_vq, which no index serves: each range is walked in id order, never read through the GIN index.
+  const count = (range: IdRange, cap: number) => sql`(select count(*) from (
+      select 1 from search_docs d
+      where d.id > ${range.afterId} and d.id <= ${range.toId} and ts_match_vq(d.tsv, ${tsquery(plain)})
+        ${narrow ? sql`and d.kind in (${sql.join([...kinds])})` : sql``}
+      limit ${cap}) s)`;
+  const spreadSum =
+    spread.length === 0
+      ? sql`null::bigint`
+      : sql.join(
+          spread.map((r) => count(r, spreadCap)),
+          sql` + `,
+        );
+  // The sum is asked only when the newest range is sparse (a CASE runs its subqueries only when chosen); OFFSET 0
+  // keeps the newest count one subquery, not copied into both columns.
+  const r = await sql<{ newest: number | string; spread: number | string | null }>`
+    select n.v as newest, case when n.v < ${spreadWhenUnder} then ${spreadSum} end as spread
+    from (select ${count(newest, newest.cap)} as v offset 0) n`.execute(db);
+  const row = r.rows[0];
+  return {
+    newest: Number(row?.newest ?? 0),
+    spread: row?.spread === null || row?.spread === undefined ? null : Number(row.spread),
+  };
+}
+
 /**
  * The ids of the oldest and newest documents of these kinds (0 when none): the bounds of the ranking's recent
  * window. Index lookups only (search_docs_kind per kind, or the primary key's ends for every kind).

@@ -33,14 +33,18 @@ import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
 /**
  * Most of the newest matches ranked by relevance (the rest follow newest first), how many of the newest documents
  * make the recent window of the ranking, and on PostgreSQL how many ids the first chunk of the walk below that
- * window spans (each next chunk twice as many) and how many of a chunk's newest ids tell whether it is dense with the
- * words (see DENSE); see docs/search.md, "Speed". A mutable object so tests can shrink them.
+ * window spans (each next chunk twice as many), how many of a chunk's newest ids tell whether it is dense with the
+ * words (see DENSE), and how many ranges of how many ids, spread over the whole index, tell whether the words are
+ * common when the newest ids say they are not (0 ranges: never asked); see docs/search.md, "Speed". A mutable object
+ * so tests can shrink them.
  */
 export const searchTuning = {
   rankedCandidates: 1000,
   recentDocs: 30_000,
   olderChunk: 100_000,
   densitySample: 2000,
+  spreadRanges: 4,
+  spreadRangeIds: 250,
 };
 /**
  * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, whoever may
@@ -289,7 +293,8 @@ async function exactDocs(
       hi = Math.min(hi, (await repo.newestIdBelow(db, kinds, own, hi)) + 1);
       if (hi <= lowest) break;
       const sample = { afterId: Math.max(lowest - 1, hi - 1 - densitySample), toId: hi - 1 };
-      const dense = (await repo.countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
+      const dense =
+        widelyDense || (await repo.countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
       const lo = dense ? Math.max(lowest - 1, hi - 1 - size) : lowest - 1;
       const forceWalk = lo >= lowest;
       // Sparse, one kind with a GIN index of its own (comments, users): every match of the kind, then the sort, not
@@ -306,7 +311,29 @@ async function exactDocs(
   let candidates: repo.Candidate[];
   let more = true;
   const span = { afterId: top - fewest * COMMON_SPAN, toId: top };
-  const newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest);
+  let newest: number;
+  // PostgreSQL: whether the words are dense (one id in DENSE) across the whole index, asked with the newest count
+  // when that count is sparse. Walking ids in order is then cheaper than reading every match through the GIN index,
+  // whatever sits at the top: after one author's 10,000 posts without "love", the GIN plans read all 28,819 of its
+  // matches twice (300 ms as that author; docs/search.md, "Common words under a block of new posts").
+  let widelyDense = false;
+  if (dialect === 'postgres') {
+    const spread = spreadRanges(firstOther, span.afterId);
+    const sampled = spread.length * searchTuning.spreadRangeIds;
+    const counted = await repo.countNewestAndSpread(
+      db,
+      match,
+      kinds,
+      { ...span, cap: fewest },
+      spread,
+      searchTuning.spreadRangeIds,
+      Math.ceil((fewest * COMMON_SPAN) / DENSE),
+    );
+    newest = counted.newest;
+    widelyDense = counted.spread !== null && counted.spread * DENSE >= sampled;
+  } else {
+    newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest);
+  }
   if (newest >= fewest) {
     // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
     candidates = await walk(fewest, { afterId: first - 1, beforeId: last + 1, forceWalk: true });
@@ -315,7 +342,7 @@ async function exactDocs(
     // PostgreSQL: walk the recent ids in order when one in DENSE of the newest documents matches (the planner's
     // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
     // walk); rarer queries are left to its GIN plans.
-    const forceWalk = newest * DENSE >= fewest * COMMON_SPAN;
+    const forceWalk = newest * DENSE >= fewest * COMMON_SPAN || widelyDense;
     if (!forceWalk && dialect === 'postgres' && repo.hasKindGin(scope.kinds)) {
       // Sparse, one kind with a GIN index of its own (comments, users): its newest `most` matches of any age come
       // from one read of that index, and steps 2 and 3 are cut from them; apart, each step read every match of the
@@ -365,6 +392,20 @@ async function exactDocs(
     out = out.concat(tail);
   }
   return refsOf(out);
+}
+
+/**
+ * `searchTuning.spreadRanges` ranges of `spreadRangeIds` ids evenly spaced over (first - 1, below]; none when the
+ * ids there are too few to sample apart from the rest.
+ */
+function spreadRanges(first: number, below: number): repo.IdRange[] {
+  const { spreadRanges: n, spreadRangeIds: size } = searchTuning;
+  const span = below - first + 1;
+  if (n <= 0 || span < 4 * n * size) return [];
+  return Array.from({ length: n }, (_, i) => {
+    const toId = first - 1 + Math.round(((i + 1) * span) / (n + 1));
+    return { afterId: toId - size, toId };
+  });
 }
 
 /** Found documents without their text. */
