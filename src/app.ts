@@ -8,6 +8,7 @@ import type { Context } from './context.ts';
 import { type ConnectOptions, connectDatabase, type DbHandle } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events/bus.ts';
+import { rejectUnknownFieldFloods } from './http/body-fields.ts';
 import { answerClientError } from './http/client-error.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
@@ -118,6 +119,8 @@ export async function buildApp(
   });
   // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
   app.addHook('preHandler', rejectUnstorableText);
+  // A flood of unknown body fields: a 400 before the validator names each one.
+  app.addHook('preValidation', rejectUnknownFieldFloods);
   // JSON fields of the wrong JSON type: a 400 before the validator coerces them (it must, for query strings and forms).
   app.addHook('preValidation', rejectMistypedJson);
   // Uuids in any case find what their lower-case spelling finds, on every route.
