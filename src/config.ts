@@ -140,6 +140,12 @@ export const variables = {
     description: 'Requests to POST /oauth/token per minute per client address (bounds guest-token farming).',
     parse: int(1, 1_000_000),
   },
+  REGISTRATIONS_PER_MINUTE: {
+    default: '10',
+    description:
+      'Registrations (POST /users) per minute per client address: each hashes a password, on the threads logins use.',
+    parse: int(1, 1_000_000),
+  },
   LOGIN_FAILURES_PER_MINUTE: {
     default: '10',
     description: 'Failed password grants per minute per account and per client address.',

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import {
   body,
+  countRows,
   startTestApp,
   type TestApp,
   type TestDialect,
@@ -13,6 +14,7 @@ import {
 const REDIS = process.env.TEST_REDIS_URL;
 const LIMIT = 5;
 const TOKEN_REQUESTS = 3;
+const REGISTRATIONS = 2;
 
 const fakeToken = () => randomBytes(24).toString('base64url');
 
@@ -25,6 +27,7 @@ for (const dialect of testDialects()) {
       t = await startTestApp(dialect, {
         RATE_LIMIT_PER_MINUTE: LIMIT,
         TOKEN_REQUESTS_PER_MINUTE: TOKEN_REQUESTS,
+        REGISTRATIONS_PER_MINUTE: REGISTRATIONS,
       });
       user = await t.createUser();
     });
@@ -100,6 +103,37 @@ for (const dialect of testDialects()) {
       }
       assert.equal(ok, LIMIT * 2 - (TOKEN_REQUESTS + 2));
       assert.equal(ok + limited, tokens.length * LIMIT);
+    });
+
+    it('registrations share a per-address budget of their own; nothing is stored past it', async () => {
+      // Each registration hashes a password on the threads logins wait for; a flood of them made logins wait.
+      const register = (name: string, remoteAddress: string) =>
+        t.inject({
+          method: 'POST',
+          url: '/users',
+          token: t.guest,
+          remoteAddress,
+          payload: { username: name, email: `${name}@example.com`, password: 'correct horse battery' },
+        });
+      const before = await countRows(t.ctx.db, 'users');
+      const codes: number[] = [];
+      for (let i = 0; i <= REGISTRATIONS; i++)
+        codes.push((await register(`flood_${i}`, '198.51.100.40')).statusCode);
+      assert.deepEqual(codes, [...Array(REGISTRATIONS).fill(201), 429]);
+      const over = await register('flood_over', '198.51.100.40');
+      assert.equal(body(over).error.code, 'rate_limited');
+      assert.match(body(over).error.message, /POST \/users from one client address/);
+      assert.ok(Number(over.headers['retry-after']) > 0);
+      assert.equal(await countRows(t.ctx.db, 'users'), before + REGISTRATIONS);
+      // Another address has its own budget, and other requests from the first are not held back by it.
+      assert.equal((await register('elsewhere', '198.51.100.41')).statusCode, 201);
+      const other = await t.inject({
+        method: 'GET',
+        url: '/me',
+        token: user.token,
+        remoteAddress: '198.51.100.40',
+      });
+      assert.equal(other.statusCode, 200);
     });
 
     it('a valid token keeps its own per-token limit and headers', async () => {

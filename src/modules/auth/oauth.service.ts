@@ -1,5 +1,6 @@
 import type { Context } from '../../context.ts';
 import { nowIso } from '../../db/time.ts';
+import { ApiError } from '../../http/errors.ts';
 import { findUserByLogin } from '../user/user.repository.ts';
 import * as repo from './auth.repository.ts';
 import { type IssuedTokens, issueTokens, verifyClient } from './auth.service.ts';
@@ -144,9 +145,23 @@ async function passwordGrant(
     );
   }
   let valid = false;
-  // An unknown user costs one verification too, so time does not tell which usernames exist.
-  if (user) valid = await verifyPassword(body.password, user.password_hash);
-  else await burnVerification(body.password);
+  try {
+    // An unknown user costs one verification too, so time does not tell which usernames exist.
+    if (user) valid = await verifyPassword(body.password, user.password_hash);
+    else await burnVerification(body.password);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === 'unavailable')) throw error;
+    // Refused by a full hashing queue, the attempt checked nothing: it gives its place in the budget back.
+    await env.limiter.refund(keys).catch(() => {});
+    throw new OAuthError(
+      503,
+      'temporarily_unavailable',
+      'Logins are briefly unavailable; retry in a moment.',
+      {
+        'Retry-After': '1',
+      },
+    );
+  }
   if (!user || !valid) throw invalidGrant('The username (or email) or the password is wrong.');
   // A lost refund only makes the count stricter; the login itself succeeded.
   await env.limiter.refund(keys).catch(() => {});

@@ -1,5 +1,6 @@
 import { argon2, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
+import { ApiError } from '../../http/errors.ts';
 
 const argon2Async = promisify(argon2);
 
@@ -10,12 +11,27 @@ const PARAMS = { memory: 19_456, passes: 2, parallelism: 1, tagLength: 32 };
 // SQLite's WAL flushes (src/db/wal-sync.ts), which every write waits for. A burst of logins must not take every
 // thread for tens of milliseconds: hashes run at most this many at a time, leaving two threads to the rest.
 const HASHING_THREADS = Math.max(1, (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 2);
+/**
+ * How many password checks may wait for a hashing thread; one more is answered 503 `unavailable` at once. Each
+ * waits some 25 ms per check ahead of it per thread, so a full queue is about a second of waiting; an unbounded one
+ * let a flood of sign-ups make every login wait for it. A mutable object so tests can shrink it.
+ */
+export const hashingQueue = { maxWaiting: 64 };
 let hashing = 0;
 const waitingToHash: (() => void)[] = [];
 
 async function derive(password: string, salt: Buffer, p: typeof PARAMS): Promise<Buffer> {
-  if (hashing >= HASHING_THREADS) await new Promise<void>((resolve) => waitingToHash.push(resolve));
-  else hashing++;
+  if (hashing >= HASHING_THREADS) {
+    if (waitingToHash.length >= hashingQueue.maxWaiting) {
+      throw new ApiError(
+        'unavailable',
+        'Too many password checks are waiting; retry in a moment.',
+        undefined,
+        { 'retry-after': '1' },
+      );
+    }
+    await new Promise<void>((resolve) => waitingToHash.push(resolve));
+  } else hashing++;
   try {
     return await argon2Async('argon2id', { message: password, nonce: salt, ...p });
   } finally {

@@ -11,6 +11,8 @@ const EXEMPT = /^\/(health|ready|metrics|openapi\.json|docs)(\/|$)/;
 
 /** The token endpoint, limited per address on its own budget. */
 const TOKEN_ENDPOINT = '/oauth/token';
+/** Registration, limited per address on its own budget: each one hashes a password. */
+const REGISTRATION = '/users';
 
 /** The key of the per-address limit, which every request counts in whatever token it sends. */
 function addressRateKey(request: FastifyRequest): string {
@@ -47,7 +49,9 @@ const reported = new WeakMap<FastifyRequest, number>();
  * - per client address: 2 x RATE_LIMIT_PER_MINUTE requests per minute on every route, before anything else (so a
  *   flood of made-up tokens costs no database lookups and cannot exceed it);
  * - per token: RATE_LIMIT_PER_MINUTE per valid token (per address on routes without a token), after the token check;
- * - POST /oauth/token: TOKEN_REQUESTS_PER_MINUTE per address, so guest tokens cannot be farmed for fresh budgets.
+ * - POST /oauth/token: TOKEN_REQUESTS_PER_MINUTE per address, so guest tokens cannot be farmed for fresh budgets;
+ * - POST /users: REGISTRATIONS_PER_MINUTE per address, so sign-ups cannot fill the password hashing queue that
+ *   logins wait in.
  * They cover every route registered after this plugin.
  */
 async function rateLimitPlugin(
@@ -74,6 +78,11 @@ async function rateLimitPlugin(
   const tokenEndpoint = app.createRateLimit({
     max: config.TOKEN_REQUESTS_PER_MINUTE,
     keyGenerator: (request) => `oauth:${addressKey(request.ip)}`,
+  }) as Limiter;
+
+  const registration = app.createRateLimit({
+    max: config.REGISTRATIONS_PER_MINUTE,
+    keyGenerator: (request) => `register:${addressKey(request.ip)}`,
   }) as Limiter;
 
   function enforce(limiter: Limiter, what: string) {
@@ -104,6 +113,7 @@ async function rateLimitPlugin(
   const addressHook = enforce(byAddress, 'from one client address');
   const tokenHook = enforce(byToken, 'per token');
   const tokenEndpointHook = enforce(tokenEndpoint, 'to POST /oauth/token from one client address');
+  const registrationHook = enforce(registration, 'to POST /users from one client address');
 
   app.addHook('onRoute', (route) => {
     if (EXEMPT.test(route.url ?? '')) return;
@@ -113,10 +123,14 @@ async function rateLimitPlugin(
         : [route.onRequest]
       : [];
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const first =
-      route.url === TOKEN_ENDPOINT && methods.includes('POST')
-        ? [addressHook, tokenEndpointHook]
-        : [addressHook];
+    const own = !methods.includes('POST')
+      ? []
+      : route.url === TOKEN_ENDPOINT
+        ? [tokenEndpointHook]
+        : route.url === REGISTRATION
+          ? [registrationHook]
+          : [];
+    const first = [addressHook, ...own];
     // The access plugin's hooks (registered earlier) already head `existing`, so the per-token limit runs after the
     // token check and sees request.auth.
     route.onRequest = [...first, ...existing, tokenHook] as typeof route.onRequest;
