@@ -281,6 +281,14 @@ export function installErrorHandler(app: FastifyInstance): void {
                 request.id,
               ),
             );
+        case 'ERR_STREAM_PREMATURE_CLOSE':
+        case 'ECONNABORTED':
+          // The client closed the connection mid-body (an interrupted upload): its mistake, not ours, and nobody
+          // reads the answer; not logged as an unhandled error.
+          request.log.info({ code: error.code }, 'request body interrupted');
+          return reply
+            .status(400)
+            .send(errorBody('invalid_request', 'The request body ended before it was complete.', request.id));
         case 'FST_ERR_BAD_URL':
         case 'FST_ERR_ASYNC_CONSTRAINT':
           return reply.status(400).send(errorBody('invalid_request', 'The URL is malformed.', request.id));
