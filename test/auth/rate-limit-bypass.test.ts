@@ -124,6 +124,7 @@ for (const dialect of testDialects()) {
       assert.equal(body(over).error.code, 'rate_limited');
       assert.match(body(over).error.message, /POST \/users from one client address/);
       assert.ok(Number(over.headers['retry-after']) > 0);
+      assert.equal(over.headers['cache-control'], 'no-store');
       assert.equal(await countRows(t.ctx.db, 'users'), before + REGISTRATIONS);
       // Another address has its own budget, and other requests from the first are not held back by it.
       assert.equal((await register('elsewhere', '198.51.100.41')).statusCode, 201);

@@ -104,6 +104,8 @@ async function rateLimitPlugin(
       reply.header('ratelimit-remaining', 0);
       reply.header('ratelimit-reset', r.ttlInSeconds);
       reply.header('retry-after', r.ttlInSeconds);
+      // Refused before the token check that marks authenticated answers: never to be stored by a cache either.
+      reply.header('cache-control', 'no-store');
       throw new ApiError(
         'rate_limited',
         `Too many requests: at most ${r.max} per minute ${what}. Retry in ${r.ttlInSeconds} seconds.`,
