@@ -175,6 +175,23 @@ for (const dialect of testDialects()) {
         assert.ok((whole?.length ?? 0) > 0, `${query}: found`);
         for (const other of pages) assert.deepEqual(other, whole, `${query}`);
       }
+      // A column of one kind with a GIN index of its own, where a dense sample takes the walk instead of that index.
+      for (const token of [t.guest, reader.token]) {
+        const columns: string[][] = [];
+        for (const spread of [
+          { spreadRanges: 0, spreadRangeIds: 250 },
+          { spreadRanges: 4, spreadRangeIds: 5 },
+        ]) {
+          Object.assign(searchTuning, { ...spread, recentDocs: 83 });
+          columns.push(uuids((await call(t, 'GET', '/search/types?query=nebula&limit=10', token)).comment));
+        }
+        Object.assign(searchTuning, TUNING, {
+          spreadRanges: standard.spreadRanges,
+          spreadRangeIds: standard.spreadRangeIds,
+        });
+        assert.deepEqual(new Set(columns[0]), new Set(nebulae));
+        assert.deepEqual(columns[1], columns[0]);
+      }
     });
 
     it('the walk below the recent window in chunks gives the same pages as one walk', async () => {

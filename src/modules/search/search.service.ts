@@ -273,6 +273,13 @@ async function exactDocs(
       limit,
       ...range,
     });
+  // PostgreSQL: whether the words are dense (one id in DENSE) across the whole index, asked with the newest count
+  // when that count is sparse. Walking ids in order is then cheaper than reading every match through the GIN index,
+  // whatever sits at the top: after one author's 10,000 posts without "love", the GIN plans read all 28,819 of its
+  // matches twice (300 ms as that author; docs/search.md, "Common words under a block of new posts").
+  // It stands for the first chunk below the recent window only; later chunks sample their own newest ids, so a
+  // cluster of matches in one sampled range cannot send a word rare elsewhere down a walk of the whole index.
+  let widelyDense = false;
   // PostgreSQL: the newest `limit` matches with ids in [lowest, highest], newest first (docs/search.md, "Uncached
   // common words on PostgreSQL"). One query over every older id made the planner read and recheck every match of a
   // common word (28,819 heap rows, 25,000 blocks, 430-770 ms for "love"), though the first 100,000 ids below the
@@ -284,7 +291,7 @@ async function exactDocs(
     let hi = highest + 1;
     const { olderChunk, densitySample } = searchTuning;
     const enough = Math.max(1, Math.ceil(densitySample / DENSE));
-    for (let size = olderChunk; found.length < limit && hi > lowest; size *= 2) {
+    for (let size = olderChunk, chunk = 0; found.length < limit && hi > lowest; size *= 2, chunk++) {
       // The sample starts at the newest document the walk could keep: ids just below may all be others' messages (a
       // block of them, in a seeded world), which made a common word look rare there and sent the rest to the GIN plan
       // (`love` as bench_user: every one of its 28,819 matches read and sorted, 130 ms). The caller's own messages
@@ -294,7 +301,8 @@ async function exactDocs(
       if (hi <= lowest) break;
       const sample = { afterId: Math.max(lowest - 1, hi - 1 - densitySample), toId: hi - 1 };
       const dense =
-        widelyDense || (await repo.countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
+        (chunk === 0 && widelyDense) ||
+        (await repo.countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
       const lo = dense ? Math.max(lowest - 1, hi - 1 - size) : lowest - 1;
       const forceWalk = lo >= lowest;
       // Sparse, one kind with a GIN index of its own (comments, users): every match of the kind, then the sort, not
@@ -312,11 +320,6 @@ async function exactDocs(
   let more = true;
   const span = { afterId: top - fewest * COMMON_SPAN, toId: top };
   let newest: number;
-  // PostgreSQL: whether the words are dense (one id in DENSE) across the whole index, asked with the newest count
-  // when that count is sparse. Walking ids in order is then cheaper than reading every match through the GIN index,
-  // whatever sits at the top: after one author's 10,000 posts without "love", the GIN plans read all 28,819 of its
-  // matches twice (300 ms as that author; docs/search.md, "Common words under a block of new posts").
-  let widelyDense = false;
   if (dialect === 'postgres') {
     const spread = spreadRanges(firstOther, span.afterId);
     const sampled = spread.length * searchTuning.spreadRangeIds;
