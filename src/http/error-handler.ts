@@ -282,9 +282,9 @@ export function installErrorHandler(app: FastifyInstance): void {
               ),
             );
         case 'ERR_STREAM_PREMATURE_CLOSE':
-        case 'ECONNABORTED':
           // The client closed the connection mid-body (an interrupted upload): its mistake, not ours, and nobody
-          // reads the answer; not logged as an unhandled error.
+          // reads the answer; not logged as an unhandled error. A stream of ours closing early stays a 500.
+          if (!request.raw.destroyed && !request.raw.readableAborted) break;
           request.log.info({ code: error.code }, 'request body interrupted');
           return reply
             .status(400)

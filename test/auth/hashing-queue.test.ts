@@ -2,11 +2,19 @@
 // login is answered 503 at once instead of queueing without end (a flood of sign-ups made every login wait).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { hashingQueue } from '../../src/modules/auth/password.ts';
+import { hashingQueue, verifyPassword } from '../../src/modules/auth/password.ts';
 import { body, countRows, startTestApp, type TestApp, testDialects } from '../helper.ts';
 import { UNLIMITED } from '../reliability/support.ts';
 
 const AT_ONCE = 8;
+
+/** A hash that takes 60 passes to check: holding both hashing threads for a while, whatever the machine. */
+const SLOW_PHC = `$argon2id$v=19$m=19456,t=60,p=1$${Buffer.alloc(16, 1).toString('base64').replace(/=+$/, '')}$${Buffer.alloc(32, 2).toString('base64').replace(/=+$/, '')}`;
+
+/** Takes both hashing threads (each call takes one before its first await) until the returned promise settles. */
+function holdHashingThreads(): Promise<unknown> {
+  return Promise.all([verifyPassword('x', SLOW_PHC), verifyPassword('x', SLOW_PHC)]);
+}
 
 for (const dialect of testDialects()) {
   describe(`password hashing queue [${dialect.name}]`, () => {
@@ -94,6 +102,76 @@ for (const dialect of testDialects()) {
         later.map((r) => r.statusCode),
         Array(AT_ONCE).fill(201),
       );
+    });
+
+    it('an unknown account refused while the threads are busy answers like a wrong password afterwards', async () => {
+      const login = (username: string) =>
+        t.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          payload: {
+            grant_type: 'password',
+            username,
+            password: 'some password',
+            client_id: t.client.id,
+            client_secret: t.client.secret,
+          },
+        });
+      Object.assign(hashingQueue, { maxWaiting: 0 });
+      const held = holdHashingThreads();
+      const refused = await login('nobody_here');
+      assert.equal(refused.statusCode, 503, refused.body);
+      await held;
+      Object.assign(hashingQueue, standard);
+      // The refusal is not kept: the next unknown account spends its hash and answers as a wrong password does.
+      const known = await t.createUser();
+      const unknown = await login('nobody_here');
+      const wrong = await login(known.username);
+      assert.equal(unknown.statusCode, 400, unknown.body);
+      assert.deepEqual(
+        { status: unknown.statusCode, body: body(unknown) },
+        { status: wrong.statusCode, body: body(wrong) },
+      );
+    });
+  });
+
+  describe(`password hashing queue and the failed-login budget [${dialect.name}]`, () => {
+    let t: TestApp;
+    const standard = { ...hashingQueue };
+    before(async () => {
+      t = await startTestApp(dialect, { ...UNLIMITED, LOGIN_FAILURES_PER_MINUTE: 2 });
+    });
+    after(async () => {
+      Object.assign(hashingQueue, standard);
+      await t?.close();
+    });
+
+    it('a login refused for a full queue is no failed login: it does not use up the budget', async () => {
+      const user = await t.createUser();
+      const login = () =>
+        t.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          payload: {
+            grant_type: 'password',
+            username: user.username,
+            password: 'wrong password here',
+            client_id: t.client.id,
+            client_secret: t.client.secret,
+          },
+        });
+      Object.assign(hashingQueue, { maxWaiting: 0 });
+      const held = holdHashingThreads();
+      const refused = [await login(), await login(), await login()];
+      assert.deepEqual(
+        refused.map((r) => r.statusCode),
+        [503, 503, 503],
+      );
+      await held;
+      Object.assign(hashingQueue, standard);
+      // The two failures the budget allows are still there, then 429.
+      const codes = [(await login()).statusCode, (await login()).statusCode, (await login()).statusCode];
+      assert.deepEqual(codes, [400, 400, 429]);
     });
   });
 }

@@ -18,7 +18,7 @@ for (const dialect of testDialects()) {
 
     before(async () => {
       mediaDir = mkdtempSync(join(tmpdir(), 'media-abort-'));
-      t = await startLoggedApp(dialect, { MEDIA_DIR: mediaDir });
+      t = await startLoggedApp(dialect, { MEDIA_DIR: mediaDir }, { logLevel: 'info' });
       await t.app.listen({ port: 0, host: '127.0.0.1' });
       port = (t.app.server.address() as { port: number }).port;
     });
@@ -58,6 +58,9 @@ for (const dialect of testDialects()) {
       await sleep(300);
       const unhandled = t.errors.filter((e) => e.msg === 'unhandled error');
       assert.deepEqual(unhandled, [], JSON.stringify(t.errors));
+      const interrupted = t.errors.filter((e) => e.msg === 'request body interrupted');
+      assert.equal(interrupted.length, 1, JSON.stringify(t.errors.map((e) => e.msg)));
+      assert.equal(interrupted[0]?.level, 30);
       assert.equal(await countRows(t.ctx.db, 'media'), rows);
       assert.deepEqual(readdirSync(mediaDir), []);
       const health = await fetch(`http://127.0.0.1:${port}/health`);

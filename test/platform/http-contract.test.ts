@@ -101,6 +101,17 @@ for (const dialect of testDialects()) {
         assert.equal(error.details.length, 20);
         assert.deepEqual(error.details[19], { field: 'f19', message: 'is not an accepted field here' });
       }
+      // Names are echoed cut to 60 characters, so long ones do not make a long answer.
+      const long = Object.fromEntries(Array.from({ length: 25 }, (_, i) => [`${i}`.padEnd(5000, 'x'), 0]));
+      const cut = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: user.token,
+        payload: { body: 'hi', ...long },
+      });
+      assert.equal(cut.statusCode, 400, cut.body);
+      assert.ok(body(cut).error.details.every((d: { field: string }) => d.field.length === 60));
+      assert.ok(cut.body.length < 5000, `${cut.body.length} bytes`);
       // A few unknown fields still get the validator's own message, with the closest accepted name.
       const few = await t.inject({
         method: 'POST',

@@ -19,7 +19,7 @@ export interface LoggedApp {
   url: string;
   client: { id: string; secret: string };
   guest: string;
-  /** Log lines at level error or above, parsed. */
+  /** Log lines at level error or above (or the level asked for), parsed. */
   errors: Record<string, unknown>[];
   inject(opts: InjectOptions & { token?: string }): Promise<LightMyRequestResponse>;
   createUser(name?: string, role?: string): Promise<TestUser>;
@@ -39,7 +39,7 @@ export const UNLIMITED: Partial<Config> = {
 export async function startLoggedApp(
   dialect: TestDialect,
   overrides: Partial<Config> = {},
-  options: { url?: string; drop?: () => Promise<void>; statementTimeoutMs?: number } = {},
+  options: { url?: string; drop?: () => Promise<void>; statementTimeoutMs?: number; logLevel?: string } = {},
 ): Promise<LoggedApp> {
   const created = options.url
     ? { url: options.url, drop: options.drop ?? (async () => {}) }
@@ -65,7 +65,7 @@ export async function startLoggedApp(
   const { app, ctx } = await buildApp(config, {
     handle,
     skipMigrations: true,
-    logger: { level: 'error', stream },
+    logger: { level: options.logLevel ?? 'error', stream },
   });
   await app.ready();
   const client = { id: `rel-${randomBytes(3).toString('hex')}`, secret: 'reliability-secret' };

@@ -23,6 +23,7 @@ for (const dialect of testDialects()) {
       ({ t, declared } = await startRecordedApp(dialect, {
         ENABLED_OPERATIONS: ['all'],
         RATE_LIMIT_PER_MINUTE: 1_000_000,
+        REGISTRATIONS_PER_MINUTE: 1_000_000,
       }));
       w = await buildWorld(t);
     });
@@ -97,7 +98,10 @@ for (const dialect of testDialects()) {
   describe(`switched-off operations [${dialect.name}]`, () => {
     let t: TestApp;
     before(async () => {
-      ({ t } = await startRecordedApp(dialect, { RATE_LIMIT_PER_MINUTE: 1_000_000 }));
+      ({ t } = await startRecordedApp(dialect, {
+        RATE_LIMIT_PER_MINUTE: 1_000_000,
+        REGISTRATIONS_PER_MINUTE: 1_000_000,
+      }));
     });
     after(async () => t?.close());
 

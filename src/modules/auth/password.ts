@@ -46,7 +46,6 @@ async function derive(password: string, salt: Buffer, p: typeof PARAMS): Promise
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
   const hash = await derive(password, salt, PARAMS);
-  const b64 = (b: Buffer) => b.toString('base64').replace(/=+$/, '');
   return `$argon2id$v=19$m=${PARAMS.memory},t=${PARAMS.passes},p=${PARAMS.parallelism}$${b64(salt)}$${b64(hash)}`;
 }
 
@@ -64,10 +63,13 @@ export async function verifyPassword(password: string, phc: string): Promise<boo
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
-let dummy: Promise<string> | undefined;
+// A hash of no password anyone knows, with the parameters of real ones, made without hashing: a dummy hashed on
+// first use could be refused by a full queue, and a refused promise kept would answer every later unknown account
+// at once, telling it apart from a wrong password.
+const b64 = (b: Buffer) => b.toString('base64').replace(/=+$/, '');
+const DUMMY_PHC = `$argon2id$v=19$m=${PARAMS.memory},t=${PARAMS.passes},p=${PARAMS.parallelism}$${b64(randomBytes(16))}$${b64(randomBytes(PARAMS.tagLength))}`;
 
 /** Spends the time of one verification, so an unknown account answers as slowly as a wrong password. */
 export async function burnVerification(password: string): Promise<void> {
-  dummy ??= hashPassword('dummy-password-for-timing');
-  await verifyPassword(password, await dummy);
+  await verifyPassword(password, DUMMY_PHC);
 }
