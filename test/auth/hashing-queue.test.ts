@@ -7,13 +7,38 @@ import { body, countRows, startTestApp, type TestApp, testDialects } from '../he
 import { UNLIMITED } from '../reliability/support.ts';
 
 const AT_ONCE = 8;
-
+const b64 = (b: Buffer) => b.toString('base64').replace(/=+$/, '');
 /** A hash that takes 60 passes to check: holding both hashing threads for a while, whatever the machine. */
-const SLOW_PHC = `$argon2id$v=19$m=19456,t=60,p=1$${Buffer.alloc(16, 1).toString('base64').replace(/=+$/, '')}$${Buffer.alloc(32, 2).toString('base64').replace(/=+$/, '')}`;
+const SLOW_PHC = `$argon2id$v=19$m=19456,t=60,p=1$${b64(Buffer.alloc(16, 1))}$${b64(Buffer.alloc(32, 2))}`;
 
 /** Takes both hashing threads (each call takes one before its first await) until the returned promise settles. */
 function holdHashingThreads(): Promise<unknown> {
   return Promise.all([verifyPassword('x', SLOW_PHC), verifyPassword('x', SLOW_PHC)]);
+}
+
+/** Registers `name` with the guest token. */
+function register(t: TestApp, name: string) {
+  return t.inject({
+    method: 'POST',
+    url: '/users',
+    token: t.guest,
+    payload: { username: name, email: `${name}@example.com`, password: 'correct horse battery' },
+  });
+}
+
+/** A password grant for `username` with a password that is not theirs. */
+function wrongLogin(t: TestApp, username: string) {
+  return t.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: {
+      grant_type: 'password',
+      username,
+      password: 'wrong password here',
+      client_id: t.client.id,
+      client_secret: t.client.secret,
+    },
+  });
 }
 
 for (const dialect of testDialects()) {
@@ -34,18 +59,7 @@ for (const dialect of testDialects()) {
       Object.assign(hashingQueue, { maxWaiting: 0 });
       const before = await countRows(t.ctx.db, 'users');
       const answers = await Promise.all(
-        Array.from({ length: AT_ONCE }, (_, i) =>
-          t.inject({
-            method: 'POST',
-            url: '/users',
-            token: t.guest,
-            payload: {
-              username: `queued_${i}`,
-              email: `queued_${i}@example.com`,
-              password: 'correct horse battery',
-            },
-          }),
-        ),
+        Array.from({ length: AT_ONCE }, (_, i) => register(t, `queued_${i}`)),
       );
       const created = answers.filter((r) => r.statusCode === 201);
       const refused = answers.filter((r) => r.statusCode === 503);
@@ -59,21 +73,7 @@ for (const dialect of testDialects()) {
 
       // A login refused so answers in the token endpoint's own form.
       const user = await t.createUser();
-      const logins = await Promise.all(
-        Array.from({ length: AT_ONCE }, () =>
-          t.inject({
-            method: 'POST',
-            url: '/oauth/token',
-            payload: {
-              grant_type: 'password',
-              username: user.username,
-              password: 'wrong password here',
-              client_id: t.client.id,
-              client_secret: t.client.secret,
-            },
-          }),
-        ),
-      );
+      const logins = await Promise.all(Array.from({ length: AT_ONCE }, () => wrongLogin(t, user.username)));
       const busy = logins.filter((r) => r.statusCode === 503);
       assert.ok(busy.length >= 1, logins.map((r) => r.statusCode).join(','));
       for (const r of busy) {
@@ -84,20 +84,7 @@ for (const dialect of testDialects()) {
 
       // With room to wait again, every check is made.
       Object.assign(hashingQueue, standard);
-      const later = await Promise.all(
-        Array.from({ length: AT_ONCE }, (_, i) =>
-          t.inject({
-            method: 'POST',
-            url: '/users',
-            token: t.guest,
-            payload: {
-              username: `later_${i}`,
-              email: `later_${i}@example.com`,
-              password: 'correct horse battery',
-            },
-          }),
-        ),
-      );
+      const later = await Promise.all(Array.from({ length: AT_ONCE }, (_, i) => register(t, `later_${i}`)));
       assert.deepEqual(
         later.map((r) => r.statusCode),
         Array(AT_ONCE).fill(201),
@@ -105,28 +92,16 @@ for (const dialect of testDialects()) {
     });
 
     it('an unknown account refused while the threads are busy answers like a wrong password afterwards', async () => {
-      const login = (username: string) =>
-        t.inject({
-          method: 'POST',
-          url: '/oauth/token',
-          payload: {
-            grant_type: 'password',
-            username,
-            password: 'some password',
-            client_id: t.client.id,
-            client_secret: t.client.secret,
-          },
-        });
       Object.assign(hashingQueue, { maxWaiting: 0 });
       const held = holdHashingThreads();
-      const refused = await login('nobody_here');
+      const refused = await wrongLogin(t, 'nobody_here');
       assert.equal(refused.statusCode, 503, refused.body);
       await held;
       Object.assign(hashingQueue, standard);
       // The refusal is not kept: the next unknown account spends its hash and answers as a wrong password does.
       const known = await t.createUser();
-      const unknown = await login('nobody_here');
-      const wrong = await login(known.username);
+      const unknown = await wrongLogin(t, 'nobody_here');
+      const wrong = await wrongLogin(t, known.username);
       assert.equal(unknown.statusCode, 400, unknown.body);
       assert.deepEqual(
         { status: unknown.statusCode, body: body(unknown) },
@@ -148,29 +123,16 @@ for (const dialect of testDialects()) {
 
     it('a login refused for a full queue is no failed login: it does not use up the budget', async () => {
       const user = await t.createUser();
-      const login = () =>
-        t.inject({
-          method: 'POST',
-          url: '/oauth/token',
-          payload: {
-            grant_type: 'password',
-            username: user.username,
-            password: 'wrong password here',
-            client_id: t.client.id,
-            client_secret: t.client.secret,
-          },
-        });
       Object.assign(hashingQueue, { maxWaiting: 0 });
       const held = holdHashingThreads();
-      const refused = [await login(), await login(), await login()];
-      assert.deepEqual(
-        refused.map((r) => r.statusCode),
-        [503, 503, 503],
-      );
+      const refused: number[] = [];
+      for (let i = 0; i < 3; i++) refused.push((await wrongLogin(t, user.username)).statusCode);
+      assert.deepEqual(refused, [503, 503, 503]);
       await held;
       Object.assign(hashingQueue, standard);
       // The two failures the budget allows are still there, then 429.
-      const codes = [(await login()).statusCode, (await login()).statusCode, (await login()).statusCode];
+      const codes: number[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await wrongLogin(t, user.username)).statusCode);
       assert.deepEqual(codes, [400, 400, 429]);
     });
   });
