@@ -92,14 +92,19 @@ for (const dialect of testDialects()) {
         return performance.now() - start;
       };
       await time('warm_up_user');
-      let known = 0;
-      let unknown = 0;
-      for (let i = 0; i < 3; i++) {
-        known += await time(alice.username);
-        unknown += await time(`nobody_${i}`);
+      const known: number[] = [];
+      const unknown: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        known.push(await time(alice.username));
+        unknown.push(await time(`nobody_${i}`));
       }
-      // Without the dummy verification an unknown user would answer in well under a tenth of the time.
-      assert.ok(unknown > known * 0.4, `unknown ${unknown.toFixed(1)} ms vs known ${known.toFixed(1)} ms`);
+      // Medians, so one request slowed by another test file's work on the same cores decides nothing. Without the
+      // dummy verification an unknown user would answer in well under a tenth of the time.
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+      assert.ok(
+        median(unknown) > median(known) * 0.4,
+        `unknown ${unknown.map((x) => x.toFixed(1))} ms vs known ${known.map((x) => x.toFixed(1))} ms`,
+      );
     });
 
     it('password grant is refused to third-party clients with unauthorized_client', async () => {
