@@ -719,15 +719,9 @@ export async function countMatchesIn(
   cap: number,
 ): Promise<number> {
   const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
-  const narrow = kinds.length < DOC_KINDS.length;
   const r =
     dialect === 'postgres'
-      ? await sql<{ n: number | string }>`
-          select count(*) as n from (
-            select 1 from search_docs d
-            where d.id > ${range.afterId} and d.id <= ${range.toId} and ts_match_vq(d.tsv, ${tsquery(plain)})
-              ${narrow ? sql`and d.kind in (${sql.join([...kinds])})` : sql``}
-            limit ${cap}) s`.execute(db)
+      ? await sql<{ n: number | string }>`select ${pgCountInRange(match, kinds, range, cap)} as n`.execute(db)
       : await sql<{ n: number | string }>`
           select count(*) as n from (
             select rowid from search_fts where search_fts match ${matchText(plain, kindFilter(kinds))}
@@ -740,6 +734,20 @@ export async function countMatchesIn(
 export interface IdRange {
   afterId: number;
   toId: number;
+}
+
+/**
+ * PostgreSQL: a scalar subquery counting, up to `cap`, the documents of these kinds in `range` that match the words
+ * as typed. ts_match_vq, which no index serves: the range is walked in id order, never read through the GIN index.
+ */
+function pgCountInRange(match: Match, kinds: readonly DocKind[], range: IdRange, cap: number) {
+  const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
+  const narrow = kinds.length < DOC_KINDS.length;
+  return sql`(select count(*) from (
+      select 1 from search_docs d
+      where d.id > ${range.afterId} and d.id <= ${range.toId} and ts_match_vq(d.tsv, ${tsquery(plain)})
+        ${narrow ? sql`and d.kind in (${sql.join([...kinds])})` : sql``}
+      limit ${cap}) s)`;
 }
 
 /**
@@ -757,14 +765,7 @@ export async function countNewestAndSpread(
   spreadCap: number,
   spreadWhenUnder: number,
 ): Promise<{ newest: number; spread: number | null }> {
-  const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
-  const narrow = kinds.length < DOC_KINDS.length;
-  // ts_match_vq, which no index serves: each range is walked in id order, never read through the GIN index.
-  const count = (range: IdRange, cap: number) => sql`(select count(*) from (
-      select 1 from search_docs d
-      where d.id > ${range.afterId} and d.id <= ${range.toId} and ts_match_vq(d.tsv, ${tsquery(plain)})
-        ${narrow ? sql`and d.kind in (${sql.join([...kinds])})` : sql``}
-      limit ${cap}) s)`;
+  const count = (range: IdRange, cap: number) => pgCountInRange(match, kinds, range, cap);
   const spreadSum =
     spread.length === 0
       ? sql`null::bigint`
