@@ -1,6 +1,28 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 
+/** A route's body schema, as far as the body hooks read it. */
+interface BodySchema {
+  properties?: Record<string, unknown>;
+  additionalProperties?: unknown;
+}
+
+/** The request's body when it is an object, with its route's body schema when that lists properties. */
+export function bodyWithProperties(
+  request: FastifyRequest,
+):
+  | { body: Record<string, unknown>; schema: BodySchema & { properties: Record<string, unknown> } }
+  | undefined {
+  const body = request.body;
+  const schema = request.routeOptions.schema?.body as BodySchema | undefined;
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !schema?.properties)
+    return undefined;
+  return {
+    body: body as Record<string, unknown>,
+    schema: schema as BodySchema & { properties: Record<string, unknown> },
+  };
+}
+
 /** Unknown fields of a body named one by one; a body with more is refused whole, before validation. */
 export const UNKNOWN_FIELDS_NAMED = 20;
 
@@ -15,21 +37,13 @@ export function rejectUnknownFieldFloods(
   _reply: FastifyReply,
   done: (err?: Error) => void,
 ): void {
-  const body = request.body;
-  const schema = request.routeOptions.schema?.body as
-    | { properties?: Record<string, unknown>; additionalProperties?: unknown }
-    | undefined;
-  const properties = schema?.properties;
-  if (
-    typeof body !== 'object' ||
-    body === null ||
-    Array.isArray(body) ||
-    !properties ||
-    schema?.additionalProperties !== false
-  ) {
+  const found = bodyWithProperties(request);
+  if (found?.schema.additionalProperties !== false) {
     done();
     return;
   }
+  const { body, schema } = found;
+  const properties = schema.properties;
   const unknown: string[] = [];
   let count = 0;
   for (const key in body) {

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bodyWithProperties } from './body-fields.ts';
 import { ApiError } from './errors.ts';
 
 type JsonType = 'string' | 'number' | 'integer' | 'boolean' | 'null' | 'array' | 'object';
@@ -55,19 +56,13 @@ export function rejectMistypedJson(
   _reply: FastifyReply,
   done: (err?: Error) => void,
 ): void {
-  const body = request.body;
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || !isJson(request)) {
+  const found = bodyWithProperties(request);
+  if (!found || !isJson(request)) {
     done();
     return;
   }
-  const schema = request.routeOptions.schema?.body as
-    | { properties?: Record<string, PropertySchema> }
-    | undefined;
-  const properties = schema?.properties;
-  if (!properties) {
-    done();
-    return;
-  }
+  const { body } = found;
+  const properties = found.schema.properties as Record<string, PropertySchema>;
   for (const [key, value] of Object.entries(body)) {
     const types = Object.hasOwn(properties, key) ? admitted(properties[key]) : undefined;
     if (!types || fits(value, types)) continue;

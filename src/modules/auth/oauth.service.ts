@@ -26,6 +26,11 @@ export class OAuthError extends Error {
 
 const invalidRequest = (d: string) => new OAuthError(400, 'invalid_request', d);
 const invalidGrant = (d: string) => new OAuthError(400, 'invalid_grant', d);
+/** A login that could not be checked now (no limiter counters, or a full hashing queue): retry in a second. */
+const loginsUnavailable = () =>
+  new OAuthError(503, 'temporarily_unavailable', 'Logins are briefly unavailable; retry in a moment.', {
+    'Retry-After': '1',
+  });
 
 /** How the client authenticated: HTTP Basic, body fields, or neither. */
 export interface ClientCredentials {
@@ -127,14 +132,7 @@ async function passwordGrant(
   // Checked before the password, so a locked account answers 429 whether the guess is right or not.
   const gate = await env.limiter.reserve(keys).catch(() => {
     // Without its counters the login limit cannot be enforced; refuse rather than allow unlimited guessing.
-    throw new OAuthError(
-      503,
-      'temporarily_unavailable',
-      'Logins are briefly unavailable; retry in a moment.',
-      {
-        'Retry-After': '1',
-      },
-    );
+    throw loginsUnavailable();
   });
   if (!gate.allowed) {
     throw new OAuthError(
@@ -153,14 +151,7 @@ async function passwordGrant(
     if (!(error instanceof ApiError && error.code === 'unavailable')) throw error;
     // Refused by a full hashing queue, the attempt checked nothing: it gives its place in the budget back.
     await env.limiter.refund(keys).catch(() => {});
-    throw new OAuthError(
-      503,
-      'temporarily_unavailable',
-      'Logins are briefly unavailable; retry in a moment.',
-      {
-        'Retry-After': '1',
-      },
-    );
+    throw loginsUnavailable();
   }
   if (!user || !valid) throw invalidGrant('The username (or email) or the password is wrong.');
   // A lost refund only makes the count stricter; the login itself succeeded.

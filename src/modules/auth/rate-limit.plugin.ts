@@ -116,6 +116,11 @@ async function rateLimitPlugin(
   const tokenHook = enforce(byToken, 'per token');
   const tokenEndpointHook = enforce(tokenEndpoint, 'to POST /oauth/token from one client address');
   const registrationHook = enforce(registration, 'to POST /users from one client address');
+  // POST routes with a per-address budget of their own, counted after the address budget.
+  const ownBudgets = new Map([
+    [TOKEN_ENDPOINT, tokenEndpointHook],
+    [REGISTRATION, registrationHook],
+  ]);
 
   app.addHook('onRoute', (route) => {
     if (EXEMPT.test(route.url ?? '')) return;
@@ -125,14 +130,8 @@ async function rateLimitPlugin(
         : [route.onRequest]
       : [];
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const own = !methods.includes('POST')
-      ? []
-      : route.url === TOKEN_ENDPOINT
-        ? [tokenEndpointHook]
-        : route.url === REGISTRATION
-          ? [registrationHook]
-          : [];
-    const first = [addressHook, ...own];
+    const own = methods.includes('POST') ? ownBudgets.get(route.url) : undefined;
+    const first = own ? [addressHook, own] : [addressHook];
     // The access plugin's hooks (registered earlier) already head `existing`, so the per-token limit runs after the
     // token check and sees request.auth.
     route.onRequest = [...first, ...existing, tokenHook] as typeof route.onRequest;
