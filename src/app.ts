@@ -14,6 +14,7 @@ import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
+import { rejectLooseNumbers } from './http/number-text.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { DROPPED_KEYS, prototypeKeysIn, rejectUnstorableText } from './http/text-input.ts';
 import { lowerCaseUuids } from './http/uuid-case.ts';
@@ -123,6 +124,8 @@ export async function buildApp(
   app.addHook('preValidation', rejectUnknownFieldFloods);
   // JSON fields of the wrong JSON type: a 400 before the validator coerces them (it must, for query strings and forms).
   app.addHook('preValidation', rejectMistypedJson);
+  // Numbers in query strings and forms in decimal digits only: Number() would read `0x10` as 16.
+  app.addHook('preValidation', rejectLooseNumbers);
   // Uuids in any case find what their lower-case spelling finds, on every route.
   app.addHook('preHandler', lowerCaseUuids);
   app.addContentTypeParser(

@@ -2,9 +2,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bodyWithProperties } from './body-fields.ts';
 import { ApiError } from './errors.ts';
 
-type JsonType = 'string' | 'number' | 'integer' | 'boolean' | 'null' | 'array' | 'object';
+/** A JSON type a schema can name. */
+export type JsonType = 'string' | 'number' | 'integer' | 'boolean' | 'null' | 'array' | 'object';
 
-interface PropertySchema {
+/** A property's schema, as far as the type checks read it. */
+export interface PropertySchema {
   type?: JsonType | JsonType[];
   const?: unknown;
   enum?: unknown[];
@@ -13,7 +15,7 @@ interface PropertySchema {
 }
 
 /** The JSON types a property's schema admits, or undefined when it does not say (no check then). */
-function admitted(schema: PropertySchema | undefined, depth = 0): Set<JsonType> | undefined {
+export function admitted(schema: PropertySchema | undefined, depth = 0): Set<JsonType> | undefined {
   if (!schema || depth > 3) return undefined;
   const out = new Set<JsonType>();
   if (schema.type !== undefined) for (const t of [schema.type].flat()) out.add(t);
@@ -40,7 +42,8 @@ function fits(value: unknown, types: Set<JsonType>): boolean {
   return types.has(t) || (t === 'integer' && types.has('number'));
 }
 
-function isJson(request: FastifyRequest): boolean {
+/** Whether the request's body was sent as JSON (where the client chose each value's type). */
+export function isJson(request: FastifyRequest): boolean {
   const type = String(request.headers['content-type'] ?? '').toLowerCase();
   return type.startsWith('application/json') || /^[^;]*\+json/.test(type);
 }

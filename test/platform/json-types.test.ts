@@ -65,5 +65,37 @@ for (const dialect of testDialects()) {
       assert.equal(body(form).data.payment_id, 34, 'a form value is text, converted as before');
       assert.equal(await count('networks'), 2);
     });
+
+    it('reads numbers in query strings and forms in decimal digits only, storing nothing otherwise', async () => {
+      for (const query of [
+        'limit=0x10',
+        'limit=1e1',
+        'limit=%2016',
+        'offset=0b1',
+        'page=1.0',
+        'limit=16&limit=0x10',
+      ]) {
+        const res = await t.inject({ method: 'GET', url: `/tags?${query}`, token: alice.token });
+        assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
+        assert.equal(body(res).error.code, 'invalid_request');
+        assert.match(body(res).error.details[0].field, /^(limit|offset|page)$/, query);
+        assert.match(body(res).error.message, /decimal digits/);
+      }
+      const decimal = await t.inject({ method: 'GET', url: '/tags?limit=010&offset=3', token: alice.token });
+      assert.equal(decimal.statusCode, 200, decimal.body);
+      assert.equal(body(decimal).count.offset, 3);
+      assert.equal(body(decimal).count.limit, 10);
+      const before = await count('networks');
+      const form = await t.inject({
+        method: 'POST',
+        url: '/networks',
+        token: alice.token,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'name=n5&payment_id=0x22',
+      });
+      assert.equal(form.statusCode, 400, form.body);
+      assert.equal(body(form).error.details[0].field, 'payment_id');
+      assert.equal(await count('networks'), before);
+    });
   });
 }
