@@ -26,6 +26,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { saveClient } from '../../src/modules/auth/auth.service.ts';
 import { nettingAddRecordsCount } from '../../src/modules/karma/karma.repository.ts';
+import { searchTuning } from '../../src/modules/search/search.service.ts';
 import {
   body,
   injectWithToken,
@@ -379,6 +380,35 @@ for (const dialect of testDialects()) {
       const ranges = log.statements.filter((s) => /\(select min\(id\) from search_docs/.test(s));
       assert.equal(ranges.length, 1, log.statements.join('\n'));
       assert.match(ranges[0] as string, /as "?first1"?/);
+    });
+
+    it('PostgreSQL: a word no sampled range holds is read in one walk, found however old', async () => {
+      // Shrunk: the newest 20 documents decide commonness, the recent window is 20, no ranges spread below.
+      const standard = { ...searchTuning };
+      Object.assign(searchTuning, { rankedCandidates: 10, recentDocs: 20, spreadRanges: 0 });
+      try {
+        await post('an old quasar post');
+        for (let i = 0; i < 25; i++) await post(`newer filler ${i}`);
+        log.statements.length = 0;
+        const res = await injectWithToken(app, {
+          method: 'GET',
+          url: '/search?query=quasar',
+          token: author.token,
+          headers: { 'cache-control': 'no-cache' },
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        assert.deepEqual(
+          body(res).data.map((i: { body?: string }) => i.body),
+          ['an old quasar post'],
+        );
+        if (dialect.name !== 'postgres') return;
+        // The count of the newest documents, then the caller's messages and the other kinds, each walked once: not a
+        // recent window, a density sample below it and an older walk besides (docs/search.md, "Rare words everywhere").
+        const matching = log.statements.filter((s) => /\btsv\b/.test(s));
+        assert.equal(matching.length, 3, matching.join('\n\n'));
+      } finally {
+        Object.assign(searchTuning, standard);
+      }
     });
 
     it('GET /karma/{uuid} reads the record once: its Owner check answers with it', async () => {

@@ -320,6 +320,8 @@ async function exactDocs(
   let more = true;
   const span = { afterId: top - fewest * COMMON_SPAN, toId: top };
   let newest: number;
+  // PostgreSQL: no match among the newest documents nor in the ranges spread over the index.
+  let rareEverywhere = false;
   if (dialect === 'postgres') {
     const spread = spreadRanges(firstOther, span.afterId);
     const sampled = spread.length * searchTuning.spreadRangeIds;
@@ -334,6 +336,7 @@ async function exactDocs(
     );
     newest = counted.newest;
     widelyDense = counted.spread !== null && counted.spread * DENSE >= sampled;
+    rareEverywhere = newest === 0 && (counted.spread ?? 0) === 0;
   } else {
     newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest);
   }
@@ -346,10 +349,12 @@ async function exactDocs(
     // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
     // walk); rarer queries are left to its GIN plans.
     const forceWalk = newest * DENSE >= fewest * COMMON_SPAN || widelyDense;
-    if (!forceWalk && dialect === 'postgres' && repo.hasKindGin(scope.kinds)) {
+    if (!forceWalk && dialect === 'postgres' && (repo.hasKindGin(scope.kinds) || rareEverywhere)) {
       // Sparse, one kind with a GIN index of its own (comments, users): its newest `most` matches of any age come
       // from one read of that index, and steps 2 and 3 are cut from them; apart, each step read every match of the
-      // kind again (docs/search.md, "Rare words in one kind on PostgreSQL").
+      // kind again (docs/search.md, "Rare words in one kind on PostgreSQL"). A word no sampled range holds is read
+      // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
+      // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
       const range = { afterId: first - 1, beforeId: last + 1, walkAbove: undefined, ginFirst: true };
       const all = await walk(most, range);
       const inRecent = all.filter((c) => c.id > recent);
