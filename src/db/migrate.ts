@@ -22,6 +22,7 @@ import { searchScopeIndexMigration } from './migrations/0018-search-scope-index.
 import { connectionCoverMigration } from './migrations/0019-connection-cover.ts';
 import { searchMessagePartyTokensMigration } from './migrations/0020-search-message-party-tokens.ts';
 import { authVersionMigration } from './migrations/0021-auth-version.ts';
+import { tagCountsOneRowAtATimeMigration } from './migrations/0022-tag-counts-one-row-at-a-time.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -47,6 +48,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0019-connection-cover': connectionCoverMigration(dialect),
     '0020-search-message-party-tokens': searchMessagePartyTokensMigration(dialect),
     '0021-auth-version': authVersionMigration(dialect),
+    '0022-tag-counts-one-row-at-a-time': tagCountsOneRowAtATimeMigration(dialect),
   };
 }
 

@@ -139,6 +139,48 @@ for (const dialect of testDialects()) {
       assert.equal((await findTag(t, 'hashtag', 'race')).associations_count, 6);
     });
 
+    it('keeps the counts of shared tags exact when posts bring, drop and delete them at once', async () => {
+      // PostgreSQL adds the counts at commit, one tag row at a time in uuid order (migrations 0016 and 0022): writers
+      // naming the same tags in opposite orders must neither deadlock nor lose an increment.
+      const users = await Promise.all([1, 2, 3, 4].map(() => t.createUser()));
+      const orders = ['#Mesa #Butte #Arroyo', '#Arroyo #Butte #Mesa', '#Butte #Arroyo #Mesa'];
+      const created = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          t.inject({
+            method: 'POST',
+            url: '/posts',
+            token: (users[i % users.length] as TestUser).token,
+            payload: { body: `trip ${i} ${orders[i % orders.length]}` },
+          }),
+        ),
+      );
+      for (const r of created) assert.equal(r.statusCode, 201, r.body);
+      const posts = created.map((r, i) => ({
+        uuid: body(r).data.uuid as string,
+        user: users[i % users.length],
+      }));
+      const changes = await Promise.all(
+        posts.map((p, i) =>
+          i % 3 === 0
+            ? t.inject({ method: 'POST', url: `/posts/${p.uuid}/delete`, token: (p.user as TestUser).token })
+            : i % 3 === 1
+              ? t.inject({
+                  method: 'POST',
+                  url: `/posts/${p.uuid}/update`,
+                  token: (p.user as TestUser).token,
+                  payload: { body: `trip ${i} #Mesa #Canyon` },
+                })
+              : Promise.resolve(undefined),
+        ),
+      );
+      for (const r of changes) if (r) assert.ok(r.statusCode < 300, r.body);
+      // 12 posts: 4 deleted, 4 now "#Mesa #Canyon", 4 unchanged.
+      assert.equal((await findTag(t, 'hashtag', 'mesa')).associations_count, 8);
+      assert.equal((await findTag(t, 'hashtag', 'canyon')).associations_count, 4);
+      assert.equal((await findTag(t, 'hashtag', 'butte')).associations_count, 4);
+      assert.equal((await findTag(t, 'hashtag', 'arroyo')).associations_count, 4);
+    });
+
     it('keeps associations_count equal to the stored associations', async () => {
       const rows = await t.ctx.db.selectFrom('tags').select(['uuid', 'associations_count']).execute();
       for (const r of rows) {
