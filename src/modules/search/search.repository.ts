@@ -615,8 +615,11 @@ function olderStep(walk: IdWalk, lowest: number, found: number): number | undefi
   return step > (walk.afterId ?? 0) ? step : undefined;
 }
 
-/** Newest ids of the searched kinds whose matches estimate a query's density for a deep walk (PostgreSQL). */
-const DENSITY_SAMPLE = 2000;
+/**
+ * The samples that estimate a query's density for a deep walk (PostgreSQL): the newest `densitySample` ids of the
+ * searched kinds and, when those hold no match, `spreadRanges` ranges of `spreadRangeIds` ids spread below them.
+ */
+export const deepWalkTuning = { densitySample: 2000, spreadRanges: 4, spreadRangeIds: 500 };
 /** A deep walk's range holds this many times the matches it needs, by the estimate, to absorb chance. */
 const DEEP_MARGIN = 1.25;
 /** A deep walk over at most this many ids reads them in order (each a heap row) rather than through GIN. */
@@ -624,7 +627,7 @@ const DEEP_WALK_IDS = 150_000;
 
 /**
  * Where a PostgreSQL deep walk that needs the `need` newest matches in scope should split (docs/search.md, "Deep
- * pages"): the matches in scope among the newest DENSITY_SAMPLE ids give their density, and the range expected to hold
+ * pages"): the matches in scope among the newest ids (deepWalkTuning) give their density, and the range expected to hold
  * DEEP_MARGIN times `need` matches is asked first, in id order when short enough (a common word), else through GIN
  * bounded to that range, so neither reads every match of the index. A split that falls short only costs a second
  * query (the older ids, as without it); undefined (SQLite, or no match among the newest ids) keeps the usual split.
@@ -643,18 +646,39 @@ export async function deepWalkSplit(
   if (kinds.length === 0) return undefined;
   const { last } = await docIdRange(db, kinds);
   const top = Math.min(range.top, last);
-  // The matches in scope among the newest ids, read in id order (ts_match_vq: never the GIN index).
-  const newest = {
-    direction: 'desc' as const,
-    afterId: top - DENSITY_SAMPLE,
-    beforeId: top + 1,
-    forceWalk: true,
+  const { densitySample, spreadRanges, spreadRangeIds } = deepWalkTuning;
+  // The matches in scope in a range, read in id order (ts_match_vq: never the GIN index).
+  const inScope = (afterId: number, toId: number) =>
+    sql`(select count(*) from (${pgWalkQuery(
+      match,
+      { ...scope, kinds },
+      { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true },
+    )}) s)`;
+  const counted = async (ranges: IdRange[]) => {
+    const sum = sql.join(
+      ranges.map((r) => inScope(r.afterId, r.toId)),
+      sql` + `,
+    );
+    return Number((await sql<{ n: number | string }>`select ${sum} as n`.execute(db)).rows[0]?.n ?? 0);
   };
-  const r = await sql<{ n: number | string }>`
-    select count(*) as n from (${pgWalkQuery(match, { ...scope, kinds }, newest)}) s`.execute(db);
-  const found = Number(r.rows[0]?.n ?? 0);
-  if (found === 0) return undefined;
-  const ids = Math.ceil((DEEP_MARGIN * need * DENSITY_SAMPLE) / found);
+  let sampled = densitySample;
+  let found = await counted([{ afterId: top - densitySample, toId: top }]);
+  if (found === 0) {
+    // None among the newest ids: a block of new documents without the words (one author's burst) says nothing of
+    // the rest of the index, where an unbounded walk would read every match through GIN. Ranges spread below it
+    // give the density instead, as for the ranking (countNewestAndSpread; docs/search.md, "Deep pages").
+    const below = top - densitySample;
+    const span = below - range.first + 1;
+    if (spreadRanges <= 0 || span < 4 * spreadRanges * spreadRangeIds) return undefined;
+    const ranges = Array.from({ length: spreadRanges }, (_, i) => {
+      const toId = range.first - 1 + Math.round(((i + 1) * span) / (spreadRanges + 1));
+      return { afterId: toId - spreadRangeIds, toId };
+    });
+    found = await counted(ranges);
+    sampled = spreadRanges * spreadRangeIds;
+    if (found === 0) return undefined;
+  }
+  const ids = Math.ceil((DEEP_MARGIN * need * sampled) / found);
   return { walkAbove: Math.max(range.first - 1, top - ids), forceWalk: ids <= DEEP_WALK_IDS };
 }
 
