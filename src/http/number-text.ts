@@ -2,11 +2,17 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import { admitted, isJson, type PropertySchema } from './json-types.ts';
 
-const WHOLE = /^-?\d{1,20}$/;
-const DECIMAL = /^-?\d{1,20}(\.\d{1,20})?$/;
+const WHOLE = { kind: 'a whole number', pattern: /^-?\d+$/ };
+const DECIMAL = { kind: 'a number', pattern: /^-?\d+(\.\d+)?$/ };
 
-/** The pattern a text value must follow for a property that admits only numbers, or undefined for any other. */
-function numberPattern(schema: PropertySchema | undefined): RegExp | undefined {
+/** What a text value must look like, and the words that name it in an error. */
+interface NumberText {
+  kind: string;
+  pattern: RegExp;
+}
+
+/** How a text value must look for a property that admits only numbers, or undefined for any other. */
+function numberText(schema: PropertySchema | undefined): NumberText | undefined {
   const types = admitted(schema);
   if (!types || types.has('string')) return undefined;
   if ([...types].some((t) => t !== 'integer' && t !== 'number' && t !== 'null')) return undefined;
@@ -17,14 +23,16 @@ function numberPattern(schema: PropertySchema | undefined): RegExp | undefined {
 function firstLoose(
   values: unknown,
   schema: { properties?: Record<string, PropertySchema> } | undefined,
-): { field: string; value: string; pattern: RegExp } | undefined {
+): { field: string; value: string; kind: string } | undefined {
   if (typeof values !== 'object' || values === null || !schema?.properties) return undefined;
   for (const [field, value] of Object.entries(values as Record<string, unknown>)) {
     if (!Object.hasOwn(schema.properties, field)) continue;
-    const pattern = numberPattern(schema.properties[field]);
-    if (!pattern) continue;
+    const text = numberText(schema.properties[field]);
+    if (!text) continue;
     for (const item of [value].flat()) {
-      if (typeof item === 'string' && !pattern.test(item)) return { field, value: item, pattern };
+      // An empty text is the validator's to judge: null where the schema admits it, else a 400 of its own.
+      if (typeof item === 'string' && item !== '' && !text.pattern.test(item))
+        return { field, value: item, kind: text.kind };
     }
   }
   return undefined;
@@ -51,8 +59,7 @@ export function rejectLooseNumbers(
     done();
     return;
   }
-  const kind = loose.pattern === WHOLE ? 'a whole number' : 'a number';
-  const message = `must be ${kind} in decimal digits (${JSON.stringify(loose.value.slice(0, 40))} given)`;
+  const message = `must be ${loose.kind} in decimal digits (${JSON.stringify(loose.value.slice(0, 40))} given)`;
   done(
     new ApiError('invalid_request', `Invalid ${loose.field}: ${message}.`, [{ field: loose.field, message }]),
   );

@@ -81,6 +81,9 @@ for (const dialect of testDialects()) {
         assert.match(body(res).error.details[0].field, /^(limit|offset|page)$/, query);
         assert.match(body(res).error.message, /decimal digits/);
       }
+      const empty = await t.inject({ method: 'GET', url: '/tags?limit=', token: alice.token });
+      assert.equal(empty.statusCode, 400, empty.body);
+      assert.equal(body(empty).error.details[0].field, 'limit');
       const decimal = await t.inject({ method: 'GET', url: '/tags?limit=010&offset=3', token: alice.token });
       assert.equal(decimal.statusCode, 200, decimal.body);
       assert.equal(body(decimal).count.offset, 3);

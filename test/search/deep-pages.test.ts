@@ -165,7 +165,7 @@ for (const dialect of testDialects()) {
           for (const spread of [
             { spreadRanges: 0, spreadRangeIds: 5 },
             { spreadRanges: 4, spreadRangeIds: 5 },
-            { spreadRanges: 2, spreadRangeIds: 20 },
+            { spreadRanges: 2, spreadRangeIds: 10 },
           ]) {
             Object.assign(deepWalkTuning, spread);
             assert.deepEqual(await readAll(url, token, 6, true), whole, `${url} ${JSON.stringify(spread)}`);

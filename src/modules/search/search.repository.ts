@@ -630,7 +630,8 @@ const DEEP_WALK_IDS = 150_000;
  * pages"): the matches in scope among the newest ids (deepWalkTuning) give their density, and the range expected to hold
  * DEEP_MARGIN times `need` matches is asked first, in id order when short enough (a common word), else through GIN
  * bounded to that range, so neither reads every match of the index. A split that falls short only costs a second
- * query (the older ids, as without it); undefined (SQLite, or no match among the newest ids) keeps the usual split.
+ * query (the older ids, as without it); undefined (SQLite, or no match in any sample, or too few ids to spread
+ * samples over) keeps the usual split.
  */
 export async function deepWalkSplit(
   db: Db,
@@ -654,32 +655,34 @@ export async function deepWalkSplit(
       { ...scope, kinds },
       { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true },
     )}) s)`;
-  const counted = async (ranges: IdRange[]) => {
-    const sum = sql.join(
-      ranges.map((r) => inScope(r.afterId, r.toId)),
-      sql` + `,
-    );
-    return Number((await sql<{ n: number | string }>`select ${sum} as n`.execute(db)).rows[0]?.n ?? 0);
-  };
-  let sampled = densitySample;
-  let found = await counted([{ afterId: top - densitySample, toId: top }]);
-  if (found === 0) {
-    // None among the newest ids: a block of new documents without the words (one author's burst) says nothing of
-    // the rest of the index, where an unbounded walk would read every match through GIN. Ranges spread below it
-    // give the density instead, as for the ranking (countNewestAndSpread; docs/search.md, "Deep pages").
-    const below = top - densitySample;
-    const span = below - range.first + 1;
-    if (spreadRanges <= 0 || span < 4 * spreadRanges * spreadRangeIds) return undefined;
-    const ranges = Array.from({ length: spreadRanges }, (_, i) => {
-      const toId = range.first - 1 + Math.round(((i + 1) * span) / (spreadRanges + 1));
-      return { afterId: toId - spreadRangeIds, toId };
-    });
-    found = await counted(ranges);
-    sampled = spreadRanges * spreadRangeIds;
-    if (found === 0) return undefined;
-  }
+  // None among the newest ids: a block of new documents without the words (one author's burst) says nothing of the
+  // rest of the index, where an unbounded walk would read every match through GIN. Ranges spread below the sample
+  // then give the density, as for the ranking (countNewestAndSpread; docs/search.md, "Deep pages"), asked in the
+  // same statement (a CASE runs its subqueries only when chosen).
+  const below = top - densitySample;
+  const span = below - range.first + 1;
+  const ranges =
+    spreadRanges > 0 && span >= 4 * spreadRanges * spreadRangeIds
+      ? Array.from({ length: spreadRanges }, (_, i) => {
+          const toId = range.first - 1 + Math.round(((i + 1) * span) / (spreadRanges + 1));
+          return inScope(toId - spreadRangeIds, toId);
+        })
+      : [];
+  const spreadSum = ranges.length === 0 ? sql`null::bigint` : sql.join(ranges, sql` + `);
+  const r = await sql<{ newest: number | string; spread: number | string | null }>`
+    select n.v as newest, case when n.v = 0 then ${spreadSum} end as spread
+    from (select ${inScope(below, top)} as v offset 0) n`.execute(db);
+  const newest = Number(r.rows[0]?.newest ?? 0);
+  const spread = Number(r.rows[0]?.spread ?? 0);
+  // From the spread ranges, the split is measured below the sample, which is known to hold none.
+  const [found, sampled, anchor] =
+    newest > 0 ? [newest, densitySample, top] : [spread, ranges.length * spreadRangeIds, below];
+  if (found === 0) return undefined;
   const ids = Math.ceil((DEEP_MARGIN * need * sampled) / found);
-  return { walkAbove: Math.max(range.first - 1, top - ids), forceWalk: ids <= DEEP_WALK_IDS };
+  return {
+    walkAbove: Math.max(range.first - 1, anchor - ids),
+    forceWalk: anchor - ids >= top - DEEP_WALK_IDS,
+  };
 }
 
 /**

@@ -355,7 +355,9 @@ async function exactDocs(
       // kind again (docs/search.md, "Rare words in one kind on PostgreSQL"). A word no sampled range holds is read
       // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
       // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
-      const range = { afterId: first - 1, beforeId: last + 1, walkAbove: undefined, ginFirst: true };
+      // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
+      const ginFirst = repo.hasKindGin(scope.kinds);
+      const range = { afterId: first - 1, beforeId: last + 1, walkAbove: undefined, ginFirst };
       const all = await walk(most, range);
       const inRecent = all.filter((c) => c.id > recent);
       candidates = inRecent.length >= fewest ? inRecent : all;
