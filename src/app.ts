@@ -13,6 +13,7 @@ import { answerClientError } from './http/client-error.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
 import { rejectLooseNumbers } from './http/number-text.ts';
 import { RequestLogController } from './http/request-log.ts';
@@ -133,6 +134,8 @@ export async function buildApp(
     { parseAs: 'string' },
     (_request, body, done) => done(null, parseNested(body as string)),
   );
+  // A JSON field given twice is refused, as a repeated query or form parameter is.
+  installJsonBodyParser(app);
   // Fastify parses text/plain by default; the contract accepts only JSON and form bodies (415 for the rest).
   app.removeContentTypeParser('text/plain');
 

@@ -100,5 +100,41 @@ for (const dialect of testDialects()) {
       assert.equal(body(form).error.details[0].field, 'payment_id');
       assert.equal(await count('networks'), before);
     });
+
+    it('refuses a JSON field named twice in one object, at any depth, storing nothing', async () => {
+      const before = await count('posts');
+      const cases = [
+        { raw: '{"body":"first","body":"second"}', field: 'body' },
+        { raw: '{"body":"one","\\u0062ody":"two"}', field: 'body' },
+        // Sibling objects may share names: the repeat is the inner "e", not "c".
+        { raw: '{"body":"deep","extra":[{"c":1},{"c":1,"d":{"e":1,"e":2}}]}', field: 'e' },
+      ];
+      for (const c of cases) {
+        const res = await t.inject({
+          method: 'POST',
+          url: '/posts',
+          token: alice.token,
+          headers: { 'content-type': 'application/json' },
+          payload: c.raw,
+        });
+        assert.equal(res.statusCode, 400, `${c.raw}: ${res.body}`);
+        assert.equal(body(res).error.code, 'invalid_request');
+        assert.equal(body(res).error.details[0].field, c.field, c.raw);
+        assert.match(body(res).error.message, /twice/);
+      }
+      assert.equal(await count('posts'), before);
+      // Names inside string values are not fields.
+      const text = 'quoted {"body":1,"body":2} and \\"body\\"';
+      const fine = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: alice.token,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ body: text, visibility: 'public' }),
+      });
+      assert.equal(fine.statusCode, 201, fine.body);
+      assert.equal(body(fine).data.body, text);
+      assert.equal(await count('posts'), before + 1);
+    });
   });
 }
