@@ -6,6 +6,8 @@ export interface Reservation {
   allowed: boolean;
   /** Seconds until the fullest counter resets (for Retry-After). */
   retryAfter: number;
+  /** For each key reserved, in order, whether its counter is over the limit. */
+  over: boolean[];
 }
 
 /**
@@ -18,7 +20,7 @@ export interface LoginLimiter {
   refund(keys: string[]): Promise<void>;
 }
 
-/** The key of an account (`user:UUID`, or `login:NAME` for an unknown one), hashed so Redis never holds logins. */
+/** The key of an account (`user:UUID`) or of a login as typed (`login:NAME`), hashed so Redis never holds logins. */
 export function accountKey(account: string): string {
   return `acct:${createHash('sha256').update(account).digest('base64url')}`;
 }
@@ -57,9 +59,10 @@ type RedisWithLogin = Redis & {
 };
 
 function decide(counts: { current: number; ttlMs: number }[], limit: number): Reservation {
-  const over = counts.filter((c) => c.current > limit);
-  if (over.length === 0) return { allowed: true, retryAfter: 0 };
-  return { allowed: false, retryAfter: Math.max(1, ...over.map((c) => Math.ceil(c.ttlMs / 1000))) };
+  const over = counts.map((c) => c.current > limit);
+  const full = counts.filter((c) => c.current > limit);
+  if (full.length === 0) return { allowed: true, retryAfter: 0, over };
+  return { allowed: false, retryAfter: Math.max(1, ...full.map((c) => Math.ceil(c.ttlMs / 1000))), over };
 }
 
 /** Counters in Redis, shared by every process on it; keys live under `prefix`. */

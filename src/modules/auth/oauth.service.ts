@@ -127,14 +127,16 @@ async function passwordGrant(
   }
   const login = body.username.trim().toLowerCase();
   const user = await findUserByLogin(ctx.db, login);
-  // An existing account is counted by its uuid, so its username and its email share one budget.
-  const keys = [accountKey(user ? `user:${user.uuid}` : `login:${login}`), addressLimitKey(env.address)];
-  // Checked before the password, so a locked account answers 429 whether the guess is right or not.
+  // Three budgets: the login as typed, the client address, and the account, which its username and its email share
+  // so that switching spellings gains no guesses.
+  const keys = [accountKey(`login:${login}`), addressLimitKey(env.address)];
+  if (user) keys.push(accountKey(`user:${user.uuid}`));
+  // Checked before the password, so a locked login answers 429 whether the guess is right or not.
   const gate = await env.limiter.reserve(keys).catch(() => {
     // Without its counters the login limit cannot be enforced; refuse rather than allow unlimited guessing.
     throw loginsUnavailable();
   });
-  if (!gate.allowed) {
+  if (gate.over[0] || gate.over[1]) {
     throw new OAuthError(
       429,
       'rate_limited',
@@ -142,10 +144,13 @@ async function passwordGrant(
       { 'Retry-After': String(gate.retryAfter) },
     );
   }
+  // The account is over its budget through its other spelling: refused as a wrong password, with the same work, not
+  // 429, which would tell anyone who locked a username which email belongs to it (docs/identity.md, "Rate limits").
+  const locked = !gate.allowed;
   let valid = false;
   try {
     // An unknown user costs one verification too, so time does not tell which usernames exist.
-    if (user) valid = await verifyPassword(body.password, user.password_hash);
+    if (user && !locked) valid = await verifyPassword(body.password, user.password_hash);
     else await burnVerification(body.password);
   } catch (error) {
     if (!(error instanceof ApiError && error.code === 'unavailable')) throw error;
