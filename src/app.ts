@@ -15,9 +15,9 @@ import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
-import { rejectLooseNumbers } from './http/number-text.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { DROPPED_KEYS, prototypeKeysIn, rejectUnstorableText } from './http/text-input.ts';
+import { rejectLooseTextValues } from './http/text-values.ts';
 import { lowerCaseUuids } from './http/uuid-case.ts';
 import accessPlugin from './modules/auth/access.plugin.ts';
 import { modules } from './modules/index.ts';
@@ -125,8 +125,9 @@ export async function buildApp(
   app.addHook('preValidation', rejectUnknownFieldFloods);
   // JSON fields of the wrong JSON type: a 400 before the validator coerces them (it must, for query strings and forms).
   app.addHook('preValidation', rejectMistypedJson);
-  // Numbers in query strings and forms in decimal digits only: Number() would read `0x10` as 16.
-  app.addHook('preValidation', rejectLooseNumbers);
+  // Query strings and forms: numbers in decimal digits only (Number() would read `0x10` as 16), one value where one is
+  // taken (the validator would take `limit[]=5` as 5).
+  app.addHook('preValidation', rejectLooseTextValues);
   // Uuids in any case find what their lower-case spelling finds, on every route.
   app.addHook('preHandler', lowerCaseUuids);
   app.addContentTypeParser(

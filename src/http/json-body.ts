@@ -52,9 +52,11 @@ export function firstDuplicateKey(text: string): string | undefined {
   return undefined;
 }
 
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+
 /**
- * Replaces the JSON body parser by Fastify's own (prototype and constructor poisoning refused) followed by a check
- * that no object names a field twice: `JSON.parse` keeps the last value, where a query string or a form with a
+ * Replaces the JSON body parser by Fastify's own (prototype and constructor poisoning refused), after refusing a
+ * charset other than UTF-8 (415), and followed by a check that no object names a field twice: `JSON.parse` keeps the last value, where a query string or a form with a
  * parameter given twice is refused, and a proxy or filter in front that reads the first value would see another
  * request than the one served (docs/http.md).
  */
@@ -65,6 +67,17 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     'application/json',
     { parseAs: 'string' },
     (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+      // The body is read as UTF-8 (RFC 8259 8.1); one labelled otherwise would be read as something it is not.
+      const charset = CHARSET.exec(String(request.headers['content-type'] ?? ''))?.[1]?.toLowerCase();
+      if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+        done(
+          new ApiError(
+            'unsupported_media_type',
+            `JSON bodies are read as UTF-8; ${JSON.stringify(charset.slice(0, 40))} is not accepted: send UTF-8 (or no charset).`,
+          ),
+        );
+        return;
+      }
       const text = String(body);
       parse(request, text, (err: Error | null, parsed?: unknown) => {
         if (err) {

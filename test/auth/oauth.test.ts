@@ -189,6 +189,19 @@ for (const dialect of testDialects()) {
       });
       assert.equal(repeated.statusCode, 400);
       assert.equal(body(repeated).error, 'invalid_request');
+      // A list for one value, and a JSON field of the wrong type: refused, and the description names the field.
+      const listed = await t.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `grant_type[]=password&username=${alice.username}&password=${encodeURIComponent(alice.password)}&client_id=${t.client.id}&client_secret=${t.client.secret}`,
+      });
+      assert.equal(listed.statusCode, 400, listed.body);
+      assert.equal(body(listed).access_token, undefined);
+      assert.match(body(listed).error_description, /grant_type/);
+      const mistyped = await asClient({ grant_type: 'password', username: alice.username, password: 123 });
+      assert.equal(mistyped.statusCode, 400, mistyped.body);
+      assert.match(body(mistyped).error_description, /password/);
       const badJson = await t.inject({
         method: 'POST',
         url: '/oauth/token',

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context } from '../../context.ts';
 import { validationDetails } from '../../http/error-handler.ts';
+import { ApiError } from '../../http/errors.ts';
 import { addressKey } from './client-address.ts';
 import type { LoginLimiter } from './login-limiter.ts';
 import {
@@ -74,6 +75,11 @@ export default async function oauthRoutes(
           error: 'invalid_request',
           error_description: `The request is not valid: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`,
         });
+      }
+      if (error instanceof ApiError && error.statusCode === 400) {
+        // The app's own checks before validation (a field of the wrong JSON type, a list for one value): their
+        // message names the field.
+        return reply.status(400).send({ error: 'invalid_request', error_description: error.message });
       }
       if (error.statusCode === 429) {
         // The API-wide limit (its RateLimit-* and Retry-After headers are already set).

@@ -19,32 +19,45 @@ function numberText(schema: PropertySchema | undefined): NumberText | undefined 
   return types.has('number') ? DECIMAL : WHOLE;
 }
 
-/** The first text value of `values` (a query string or a form, all text) that a numeric property would misread. */
+/**
+ * The first value of `values` (a query string or a form, all text) that its property would misread: a list where
+ * the schema takes one value (`limit[]=5`, `limit[0]=5`, `limit=1&limit=2`: the validator takes a list of one as its
+ * element), or a number not in decimal digits. Undefined when there is none.
+ */
 function firstLoose(
   values: unknown,
   schema: { properties?: Record<string, PropertySchema> } | undefined,
-): { field: string; value: string; kind: string } | undefined {
+): { field: string; message: string } | undefined {
   if (typeof values !== 'object' || values === null || !schema?.properties) return undefined;
   for (const [field, value] of Object.entries(values as Record<string, unknown>)) {
     if (!Object.hasOwn(schema.properties, field)) continue;
-    const text = numberText(schema.properties[field]);
+    const property = schema.properties[field];
+    if (Array.isArray(value) && admitted(property)?.has('array') === false) {
+      return { field, message: 'takes one value; a list was given (drop the [] or the repeated parameter)' };
+    }
+    const text = numberText(property);
     if (!text) continue;
     for (const item of [value].flat()) {
       // An empty text is the validator's to judge: null where the schema admits it, else a 400 of its own.
-      if (typeof item === 'string' && item !== '' && !text.pattern.test(item))
-        return { field, value: item, kind: text.kind };
+      if (typeof item === 'string' && item !== '' && !text.pattern.test(item)) {
+        return {
+          field,
+          message: `must be ${text.kind} in decimal digits (${JSON.stringify(item.slice(0, 40))} given)`,
+        };
+      }
     }
   }
   return undefined;
 }
 
 /**
- * Refuses a number written other than in decimal digits in a query string or a form body (`limit=0x10`,
- * `offset=1e3`, `page= 2`) with 400, before validation. The validator converts text with `Number()`, which reads
- * hexadecimal, binary, exponents and blanks: a client that sent `0x10` meant something, and answering as if it had
- * sent 16 guesses what. JSON bodies carry real numbers (json-types.ts).
+ * Refuses, with 400 before validation, a value of a query string or a form body that the validator would misread:
+ * a number written other than in decimal digits (`limit=0x10`, `offset=1e3`, `page= 2`; it converts text with
+ * `Number()`, which reads hexadecimal, binary, exponents and blanks), or a list where one value is taken
+ * (`limit[]=5`; it takes a list of one as its element). A client that sent either meant something, and answering as
+ * if it had sent the plain value guesses what. JSON bodies carry real numbers and lists (json-types.ts).
  */
-export function rejectLooseNumbers(
+export function rejectLooseTextValues(
   request: FastifyRequest,
   _reply: FastifyReply,
   done: (err?: Error) => void,
@@ -59,8 +72,6 @@ export function rejectLooseNumbers(
     done();
     return;
   }
-  const message = `must be ${loose.kind} in decimal digits (${JSON.stringify(loose.value.slice(0, 40))} given)`;
-  done(
-    new ApiError('invalid_request', `Invalid ${loose.field}: ${message}.`, [{ field: loose.field, message }]),
-  );
+  const { field, message } = loose;
+  done(new ApiError('invalid_request', `Invalid ${field}: ${message}.`, [{ field, message }]));
 }
