@@ -33,7 +33,10 @@ function firstLoose(
     if (!Object.hasOwn(schema.properties, field)) continue;
     const property = schema.properties[field];
     if (Array.isArray(value) && admitted(property)?.has('array') === false) {
-      return { field, message: 'takes one value; a list was given (drop the [] or the repeated parameter)' };
+      return {
+        field,
+        message: 'takes one value: it was given twice, or as a list (drop the repeated parameter or the [])',
+      };
     }
     const text = numberText(property);
     if (!text) continue;
