@@ -15,44 +15,50 @@ const COMMA = 0x2c;
  * `"\u0061"` are the same name.
  */
 export function firstDuplicateKey(text: string): string | undefined {
-  // One set of names per open object; null for an open array.
-  const open: (Set<string> | null)[] = [];
+  // Per open object its names (undefined until it has one: most objects are small, many empty); null for an array.
+  const open: (Set<string> | undefined | null)[] = [];
   let atName = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       let end = i + 1;
       let escaped = false;
-      while (text.charCodeAt(end) !== QUOTE) {
+      // Bounded by the text's end, though parsed JSON always closes its strings.
+      while (end < text.length && text.charCodeAt(end) !== QUOTE) {
         if (text.charCodeAt(end) === BACKSLASH) {
           escaped = true;
           end++;
         }
         end++;
       }
-      const names = open.at(-1);
-      if (atName && names) {
+      if (end >= text.length) return undefined;
+      const depth = open.length - 1;
+      if (atName && depth >= 0 && open[depth] !== null) {
         const name = escaped ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end);
+        const names = open[depth] ?? new Set<string>();
         if (names.has(name)) return name;
         names.add(name);
+        open[depth] = names;
         atName = false;
       }
       i = end;
     } else if (c === OPEN_OBJECT) {
-      open.push(new Set());
+      open.push(undefined);
       atName = true;
     } else if (c === OPEN_ARRAY) {
       open.push(null);
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       open.pop();
     } else if (c === COMMA) {
-      atName = open.at(-1) != null;
+      atName = open.length > 0 && open[open.length - 1] !== null;
     }
   }
   return undefined;
 }
 
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+// Labels whose bytes UTF-8 reads as meant (ASCII is its subset); empty: no charset given.
+const UTF8_LABELS = new Set(['', 'utf-8', 'utf8', 'us-ascii']);
 
 /**
  * Replaces the JSON body parser by Fastify's own (prototype and constructor poisoning refused), after refusing a
@@ -68,8 +74,8 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     { parseAs: 'string' },
     (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
       // The body is read as UTF-8 (RFC 8259 8.1); one labelled otherwise would be read as something it is not.
-      const charset = CHARSET.exec(String(request.headers['content-type'] ?? ''))?.[1]?.toLowerCase();
-      if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      const charset = CHARSET.exec(String(request.headers['content-type'] ?? ''))?.[1]?.toLowerCase() ?? '';
+      if (!UTF8_LABELS.has(charset)) {
         done(
           new ApiError(
             'unsupported_media_type',

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { connectDatabase } from '../../src/db/connect.ts';
@@ -272,6 +273,43 @@ for (const dialect of testDialects()) {
       assert.equal(codes.filter((c) => c === 429).length, LIMIT);
       const over = await second.inject({ method: 'GET', url: '/me', headers });
       assert.equal(JSON.parse(over.body).error.code, 'rate_limited');
+    });
+
+    it("a 429's Retry-After is the typed login's and the address's wait, never the account's", async () => {
+      // The account's counter exists only for a login that belongs to an account: its longer wait on the 429 of the
+      // email would tell whoever locked the username that the email is that account's (a security review's finding).
+      const victim = await t.createUser('retry_victim');
+      const wrong = (username: string, i: number) =>
+        t.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          remoteAddress: `10.12.${i}.1`,
+          payload: {
+            grant_type: 'password',
+            username,
+            password: 'wrong',
+            client_id: t.client.id,
+            client_secret: t.client.secret,
+          },
+        });
+      for (let i = 0; i <= FAILURES; i++) await wrong(victim.username, i);
+      // As if the account's window had started later than the email's: its counter now resets in 10 minutes.
+      const redis = new Redis(REDIS as string);
+      const account = `acct:${createHash('sha256').update(`user:${victim.uuid}`).digest('base64url')}`;
+      assert.equal(await redis.pexpire(`${prefix}login:${account}`, 600_000), 1);
+      await redis.quit();
+      const lastOf = async (username: string, base: number) => {
+        let res = await wrong(username, base);
+        for (let i = 1; i <= FAILURES; i++) res = await wrong(username, base + i);
+        return res;
+      };
+      const own = await lastOf(victim.email, 100);
+      const unknown = await lastOf('nobody_retry@example.com', 150);
+      assert.equal(own.statusCode, 429, own.body);
+      assert.equal(unknown.statusCode, 429, unknown.body);
+      assert.ok(Number(own.headers['retry-after']) <= 60, `Retry-After ${own.headers['retry-after']}`);
+      assert.ok(Math.abs(Number(own.headers['retry-after']) - Number(unknown.headers['retry-after'])) <= 2);
+      assert.equal(body(own).error, body(unknown).error);
     });
 
     it('two processes together admit no more than the login-failure limit per account', async () => {

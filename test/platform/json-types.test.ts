@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { firstDuplicateKey } from '../../src/http/json-body.ts';
 import { body, countRows, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 // src/http/json-types.ts: in a JSON body the client chose each value's type, so a wrong one is a 400; query strings
@@ -165,3 +166,21 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+describe('firstDuplicateKey', () => {
+  it('finds a repeated name where JSON.parse would keep the last, and nothing else', () => {
+    const cases: [string, string | undefined][] = [
+      ['{"a":1,"a":2}', 'a'],
+      ['{"a\\\\":1,"a\\\\":2}', 'a\\'],
+      ['{"x":"\\"","x":1}', 'x'],
+      ['{"\\u0061":1,"a":2}', 'a'],
+      ['[{"a":1},{"a":1}]', undefined],
+      ['{"a":{},"b":[],"c":{"a":[{"a":1}]}}', undefined],
+      ['{"a":"{\\"a\\":1,\\"a\\":2}","b":"[,]"}', undefined],
+      ['{"a":[1,{"b":2},3],"a":4}', 'a'],
+      ['"just a string"', undefined],
+      ['{"a":"unterminated', undefined],
+    ];
+    for (const [text, expected] of cases) assert.equal(firstDuplicateKey(text), expected, text);
+  });
+});

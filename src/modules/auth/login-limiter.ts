@@ -8,6 +8,8 @@ export interface Reservation {
   retryAfter: number;
   /** For each key reserved, in order, whether its counter is over the limit. */
   over: boolean[];
+  /** For each key reserved, in order, seconds until its counter resets (at least 1). */
+  resets: number[];
 }
 
 /**
@@ -60,9 +62,9 @@ type RedisWithLogin = Redis & {
 
 function decide(counts: { current: number; ttlMs: number }[], limit: number): Reservation {
   const over = counts.map((c) => c.current > limit);
-  const full = counts.filter((c) => c.current > limit);
-  if (full.length === 0) return { allowed: true, retryAfter: 0, over };
-  return { allowed: false, retryAfter: Math.max(1, ...full.map((c) => Math.ceil(c.ttlMs / 1000))), over };
+  const resets = counts.map((c) => Math.max(1, Math.ceil(c.ttlMs / 1000)));
+  const allowed = !over.includes(true);
+  return { allowed, retryAfter: allowed ? 0 : Math.max(...resets.filter((_, i) => over[i])), over, resets };
 }
 
 /** Counters in Redis, shared by every process on it; keys live under `prefix`. */

@@ -137,11 +137,13 @@ async function passwordGrant(
     throw loginsUnavailable();
   });
   if (gate.over[0] || gate.over[1]) {
+    // The wait of those two counters only: the account's own, which only an existing login has, would tell one.
+    const wait = Math.max(...[0, 1].filter((i) => gate.over[i]).map((i) => gate.resets[i] ?? 1));
     throw new OAuthError(
       429,
       'rate_limited',
-      `Too many failed logins for this account or from this address; wait ${gate.retryAfter} seconds.`,
-      { 'Retry-After': String(gate.retryAfter) },
+      `Too many failed logins for this account or from this address; wait ${wait} seconds.`,
+      { 'Retry-After': String(wait) },
     );
   }
   // The account is over its budget through its other spelling: refused as a wrong password, with the same work, not
