@@ -18,6 +18,16 @@ for (const dialect of testDialects()) {
     after(async () => t?.close());
 
     const count = (table: 'posts' | 'networks' | 'connections') => countRows(t.ctx.db, table);
+    /** POSTs a raw body of the given content type as alice. */
+    const postRaw = (url: string, contentType: string, payload: string) =>
+      t.inject({
+        method: 'POST',
+        url,
+        token: alice.token,
+        headers: { 'content-type': contentType },
+        payload,
+      });
+    const FORM = 'application/x-www-form-urlencoded';
 
     it('answers 400 naming the field, and stores nothing', async () => {
       const cases = [
@@ -87,13 +97,7 @@ for (const dialect of testDialects()) {
         assert.match(body(res).error.details[0].field, /^(limit|query)$/, url);
         assert.match(body(res).error.message, /one value/, url);
       }
-      const listed = await t.inject({
-        method: 'POST',
-        url: '/networks',
-        token: alice.token,
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: 'name[]=listed',
-      });
+      const listed = await postRaw('/networks', FORM, 'name[]=listed');
       assert.equal(listed.statusCode, 400, listed.body);
       assert.equal(body(listed).error.details[0].field, 'name');
       const empty = await t.inject({ method: 'GET', url: '/tags?limit=', token: alice.token });
@@ -104,13 +108,7 @@ for (const dialect of testDialects()) {
       assert.equal(body(decimal).count.offset, 3);
       assert.equal(body(decimal).count.limit, 10);
       const before = await count('networks');
-      const form = await t.inject({
-        method: 'POST',
-        url: '/networks',
-        token: alice.token,
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: 'name=n5&payment_id=0x22',
-      });
+      const form = await postRaw('/networks', FORM, 'name=n5&payment_id=0x22');
       assert.equal(form.statusCode, 400, form.body);
       assert.equal(body(form).error.details[0].field, 'payment_id');
       assert.equal(await count('networks'), before);
@@ -125,13 +123,7 @@ for (const dialect of testDialects()) {
         { raw: '{"body":"deep","extra":[{"c":1},{"c":1,"d":{"e":1,"e":2}}]}', field: 'e' },
       ];
       for (const c of cases) {
-        const res = await t.inject({
-          method: 'POST',
-          url: '/posts',
-          token: alice.token,
-          headers: { 'content-type': 'application/json' },
-          payload: c.raw,
-        });
+        const res = await postRaw('/posts', 'application/json', c.raw);
         assert.equal(res.statusCode, 400, `${c.raw}: ${res.body}`);
         assert.equal(body(res).error.code, 'invalid_request');
         assert.equal(body(res).error.details[0].field, c.field, c.raw);
@@ -140,26 +132,18 @@ for (const dialect of testDialects()) {
       assert.equal(await count('posts'), before);
       // A JSON body is UTF-8: another charset is refused rather than misread.
       for (const charset of ['utf-16', 'ISO-8859-1', '"latin1"']) {
-        const res = await t.inject({
-          method: 'POST',
-          url: '/posts',
-          token: alice.token,
-          headers: { 'content-type': `application/json; charset=${charset}` },
-          payload: '{"body":"caf\u00e9"}',
-        });
+        const res = await postRaw('/posts', `application/json; charset=${charset}`, '{"body":"caf\u00e9"}');
         assert.equal(res.statusCode, 415, `${charset}: ${res.body}`);
         assert.equal(body(res).error.code, 'unsupported_media_type');
       }
       assert.equal(await count('posts'), before);
       // Names inside string values are not fields.
       const text = 'quoted {"body":1,"body":2} and \\"body\\"';
-      const fine = await t.inject({
-        method: 'POST',
-        url: '/posts',
-        token: alice.token,
-        headers: { 'content-type': 'application/json' },
-        payload: JSON.stringify({ body: text, visibility: 'public' }),
-      });
+      const fine = await postRaw(
+        '/posts',
+        'application/json',
+        JSON.stringify({ body: text, visibility: 'public' }),
+      );
       assert.equal(fine.statusCode, 201, fine.body);
       assert.equal(body(fine).data.body, text);
       assert.equal(await count('posts'), before + 1);
