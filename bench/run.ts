@@ -1,5 +1,5 @@
 // Benchmark harness: `npm run bench -- [--quick] [--db URL] [--duration S] [--connections N] [--workers N]
-//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--warm]`.
+//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--warm] [--warmup S]`.
 // Seeds the database when it is empty, starts the API on it in its own process (WORKERS=N), the floor server in
 // another, drives both with autocannon from this process, times the Lemmy-style LIKE '%term%' searches on the same
 // database in process, and writes its section of docs/benchmarks.md (other sections and notes stay).
@@ -30,6 +30,8 @@ interface Options {
   only: RegExp | undefined;
   /** Read the database into the OS page cache before the API starts (bench/page-cache.ts). */
   warm: boolean;
+  /** Seconds each scenario (and the floor) runs unmeasured before its measured run. */
+  warmup: number;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -54,6 +56,7 @@ function parseArgs(argv: string[]): Options {
     likeRuns: Number(get('--like-runs') ?? (quick ? 20 : 10)),
     only: get('--only') === undefined ? undefined : new RegExp(get('--only') as string),
     warm: argv.includes('--warm'),
+    warmup: Number(get('--warmup') ?? (quick ? 0 : 1)),
   };
 }
 
@@ -365,13 +368,13 @@ async function main(): Promise<void> {
     const earlier = await removeBenchPosts(opts, list, base);
     if (earlier > 0) console.log(`removed ${earlier} posts left by earlier runs' POST scenario`);
     const rows: Row[] = [];
-    const drive = (url: string, s?: Scenario, connections = opts.connections) => {
+    const drive = (url: string, s?: Scenario, connections = opts.connections, duration = opts.duration) => {
       // Connection i of a many-users scenario sends the i-th user's headers.
       let next = 0;
       const perConnection = s?.connectionHeaders;
       return autocannon({
         url,
-        duration: opts.duration,
+        duration,
         connections,
         method: s?.method ?? 'GET',
         headers: s?.headers,
@@ -386,6 +389,12 @@ async function main(): Promise<void> {
       } as autocannon.Options);
     };
 
+    // An unmeasured run first, so each measured run starts on code the JIT has compiled and an answer computed: a
+    // server serves warm, and the first second of a cold one decided the p99 of a cached read (docs/benchmarks.md).
+    const warmUp = async (url: string, s?: Scenario, connections = opts.connections) => {
+      if (opts.warmup > 0) await drive(url, s, connections, opts.warmup);
+    };
+    await warmUp(`http://127.0.0.1:${FLOOR_PORT}/floor`);
     const floorResult = await drive(`http://127.0.0.1:${FLOOR_PORT}/floor`);
     const floorRps = floorResult.requests.average;
     rows.push({
@@ -406,8 +415,13 @@ async function main(): Promise<void> {
       const waited = await drain(base);
       if (waited > 1)
         console.log(`(waited ${waited} s for the API to finish the previous scenario's backlog)`);
-      await eventLoopP99Ms(); // reading the metric resets its window
       const beside = s.alongside;
+      await Promise.all([
+        warmUp(`${base}${s.path}`, s),
+        beside ? warmUp(`${base}${beside.scenario.path}`, beside.scenario, beside.connections) : undefined,
+      ]);
+      await drain(base);
+      await eventLoopP99Ms(); // reading the metric resets its window
       const [r, other] = await Promise.all([
         drive(`${base}${s.path}`, s),
         beside ? drive(`${base}${beside.scenario.path}`, beside.scenario, beside.connections) : undefined,
@@ -465,6 +479,11 @@ async function main(): Promise<void> {
         .join(' ')}.`,
       `Database ${opts.db.replace(/\/\/[^@]*@/, '//')} (${world}); ${opts.connections} connections, ${opts.duration} s per scenario;`,
       ...(warmed ? [`Warmed first (\`--warm\`): ${warmed}.`] : []),
+      ...(opts.warmup > 0
+        ? [
+            `Each scenario and the floor ran ${opts.warmup} s unmeasured before their measured run (\`--warmup\`).`,
+          ]
+        : []),
       `API workers: ${opts.workers}. Latencies are autocannon's (whole milliseconds); errors are requests autocannon gave up on after 10 s. Run took ${Math.round((Date.now() - started) / 1000)} s, finished ${new Date().toISOString()}.`,
       '',
       '| scenario | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | API RSS MB | event-loop p99 ms | ratio to floor |',
