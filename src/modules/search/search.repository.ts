@@ -660,14 +660,9 @@ export async function deepWalkSplit(
   // then give the density, as for the ranking (countNewestAndSpread; docs/search.md, "Deep pages"), asked in the
   // same statement (a CASE runs its subqueries only when chosen).
   const below = top - densitySample;
-  const span = below - range.first + 1;
-  const ranges =
-    spreadRanges > 0 && span >= 4 * spreadRanges * spreadRangeIds
-      ? Array.from({ length: spreadRanges }, (_, i) => {
-          const toId = range.first - 1 + Math.round(((i + 1) * span) / (spreadRanges + 1));
-          return inScope(toId - spreadRangeIds, toId);
-        })
-      : [];
+  const ranges = spreadIdRanges(range.first, below, spreadRanges, spreadRangeIds).map((r) =>
+    inScope(r.afterId, r.toId),
+  );
   const spreadSum = ranges.length === 0 ? sql`null::bigint` : sql.join(ranges, sql` + `);
   const r = await sql<{ newest: number | string; spread: number | string | null }>`
     select n.v as newest, case when n.v = 0 then ${spreadSum} end as spread
@@ -761,6 +756,19 @@ export async function countMatchesIn(
 export interface IdRange {
   afterId: number;
   toId: number;
+}
+
+/**
+ * `n` ranges of `size` ids evenly spaced over (first - 1, below], to sample a query's density across the index; none
+ * when the ids there are too few to sample apart from the rest.
+ */
+export function spreadIdRanges(first: number, below: number, n: number, size: number): IdRange[] {
+  const span = below - first + 1;
+  if (n <= 0 || span < 4 * n * size) return [];
+  return Array.from({ length: n }, (_, i) => {
+    const toId = first - 1 + Math.round(((i + 1) * span) / (n + 1));
+    return { afterId: toId - size, toId };
+  });
 }
 
 /**

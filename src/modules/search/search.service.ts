@@ -323,7 +323,12 @@ async function exactDocs(
   // PostgreSQL: no match among the newest documents nor in the ranges spread over the index.
   let rareEverywhere = false;
   if (dialect === 'postgres') {
-    const spread = spreadRanges(firstOther, span.afterId);
+    const spread = repo.spreadIdRanges(
+      firstOther,
+      span.afterId,
+      searchTuning.spreadRanges,
+      searchTuning.spreadRangeIds,
+    );
     const sampled = spread.length * searchTuning.spreadRangeIds;
     const counted = await repo.countNewestAndSpread(
       db,
@@ -402,20 +407,6 @@ async function exactDocs(
     out = out.concat(tail);
   }
   return refsOf(out);
-}
-
-/**
- * `searchTuning.spreadRanges` ranges of `spreadRangeIds` ids evenly spaced over (first - 1, below]; none when the
- * ids there are too few to sample apart from the rest.
- */
-function spreadRanges(first: number, below: number): repo.IdRange[] {
-  const { spreadRanges: n, spreadRangeIds: size } = searchTuning;
-  const span = below - first + 1;
-  if (n <= 0 || span < 4 * n * size) return [];
-  return Array.from({ length: n }, (_, i) => {
-    const toId = first - 1 + Math.round(((i + 1) * span) / (n + 1));
-    return { afterId: toId - size, toId };
-  });
 }
 
 /** Found documents without their text. */
