@@ -4,8 +4,6 @@ import type { Redis } from 'ioredis';
 /** Outcome of reserving one login attempt. */
 export interface Reservation {
   allowed: boolean;
-  /** Seconds until the fullest counter resets (for Retry-After). */
-  retryAfter: number;
   /** For each key reserved, in order, whether its counter is over the limit. */
   over: boolean[];
   /** For each key reserved, in order, seconds until its counter resets (at least 1). */
@@ -63,8 +61,7 @@ type RedisWithLogin = Redis & {
 function decide(counts: { current: number; ttlMs: number }[], limit: number): Reservation {
   const over = counts.map((c) => c.current > limit);
   const resets = counts.map((c) => Math.max(1, Math.ceil(c.ttlMs / 1000)));
-  const allowed = !over.includes(true);
-  return { allowed, retryAfter: allowed ? 0 : Math.max(...resets.filter((_, i) => over[i])), over, resets };
+  return { allowed: !over.includes(true), over, resets };
 }
 
 /** Counters in Redis, shared by every process on it; keys live under `prefix`. */
