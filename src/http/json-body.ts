@@ -62,9 +62,9 @@ const UTF8_LABELS = new Set(['', 'utf-8', 'utf8', 'us-ascii']);
 
 /**
  * Replaces the JSON body parser by Fastify's own (prototype and constructor poisoning refused), after refusing a
- * charset other than UTF-8 (415), and followed by a check that no object names a field twice: `JSON.parse` keeps the last value, where a query string or a form with a
- * parameter given twice is refused, and a proxy or filter in front that reads the first value would see another
- * request than the one served (docs/http.md).
+ * charset other than UTF-8 (415), and followed by a check that no object names a field twice: `JSON.parse` keeps the
+ * last value, where a query string or a form with a parameter given twice is refused, and a proxy or filter in front
+ * that reads the first value would see another request than the one served (docs/http.md).
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
