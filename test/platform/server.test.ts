@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -26,16 +27,35 @@ function start(env: Record<string, string | undefined>) {
   return { child, exited, output: () => output };
 }
 
-// Up to 30 s: a start on a loaded machine (CI runs several test files at once) takes seconds.
-async function waitFor(url: string): Promise<Response> {
+/**
+ * A port nothing listens on, chosen by the system. A random one in 20000-40000 could be the local port of one of the
+ * outgoing connections other test files hold (Linux hands those out from 32768 up): the server then failed to
+ * listen, and the test waited 30 s for an answer.
+ */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+// Up to 30 s: a start on a loaded machine (CI runs several test files at once) takes seconds. A server that exited
+// meanwhile is reported with what it printed.
+async function waitFor(url: string, s: ReturnType<typeof start>): Promise<Response> {
   for (let i = 0; i < 300; i++) {
     try {
       return await fetch(url);
     } catch {
+      if (s.child.exitCode !== null)
+        throw new Error(`the server exited (${s.child.exitCode}): ${s.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  throw new Error(`${url} did not answer`);
+  throw new Error(`${url} did not answer: ${s.output()}`);
 }
 
 describe('server process', () => {
@@ -46,9 +66,9 @@ describe('server process', () => {
   });
 
   it('starts on an embedded database, migrates it, and shuts down gracefully on SIGTERM', async () => {
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const s = start({ PORT: String(port), DATABASE_URL: `sqlite:${join(dir, 'b.db')}` });
-    const res = await waitFor(`http://127.0.0.1:${port}/ready`);
+    const res = await waitFor(`http://127.0.0.1:${port}/ready`, s);
     assert.equal(res.status, 200);
     s.child.kill('SIGTERM');
     assert.equal(await s.exited, 0);
@@ -62,7 +82,7 @@ describe('server process', () => {
   });
 
   it('runs with its heap and malloc settings applied to its own process', { skip: !linux }, async () => {
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const s = start({
       PORT: String(port),
       DATABASE_URL: `sqlite:${join(dir, 'c.db')}`,
@@ -72,7 +92,7 @@ describe('server process', () => {
       MALLOC_ARENA_MAX: undefined,
     });
     try {
-      const res = await waitFor(`http://127.0.0.1:${port}/ready`);
+      const res = await waitFor(`http://127.0.0.1:${port}/ready`, s);
       assert.equal(res.status, 200);
       const { args, env: seen } = startedWith(s.child.pid as number);
       assert.ok(args.includes('--max-semi-space-size=8'), args.join(' '));
@@ -87,7 +107,7 @@ describe('server process', () => {
   it('keeps flags and MALLOC_ARENA_MAX the operator gave, and relaunches for nothing when all are set', {
     skip: !linux,
   }, async () => {
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     const s = start({
       PORT: String(port),
       DATABASE_URL: `sqlite:${join(dir, 'd.db')}`,
@@ -95,7 +115,7 @@ describe('server process', () => {
       MALLOC_ARENA_MAX: '1',
     });
     try {
-      assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`)).status, 200);
+      assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`, s)).status, 200);
       const { args, env } = startedWith(s.child.pid as number);
       assert.ok(!args.some((a) => a.startsWith('--max-')), `no flags added: ${args.join(' ')}`);
       assert.ok(env.includes('MALLOC_ARENA_MAX=1'));
