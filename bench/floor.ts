@@ -1,9 +1,10 @@
-// The floor: a bare Fastify server answering a constant JSON of the size of a tag read, with no token check and no
-// database, so every scenario can be read as a ratio of what the framework alone can do on this machine.
+// The floor: a bare Fastify server answering a constant JSON of the same size as the tag read it is compared with,
+// with no token check and no database, so every scenario can be read as a ratio of what the framework alone can do
+// on this machine. The harness passes the tag read's own answer (FLOOR_BODY); alone, it answers a small tag.
 import Fastify from 'fastify';
 
 const port = Number(process.argv[2] ?? 3901);
-const body = {
+const small = {
   status: 'OK',
   data: {
     uuid: '019a0000-0000-7000-8000-000000000000',
@@ -17,6 +18,7 @@ const body = {
   },
   timestamp: 1795300000,
 };
+const body: unknown = process.env.FLOOR_BODY ? JSON.parse(process.env.FLOOR_BODY) : small;
 const app = Fastify({ logger: false });
 app.get('/floor', async () => body);
 await app.listen({ host: '127.0.0.1', port });

@@ -7,6 +7,9 @@ import { BENCH_USERNAME, SEED_PASSWORD } from '../src/cli/seed/world.ts';
 /** How every post of the write scenario starts (its hashtags and mention follow the world's most used ones). */
 export const BENCH_POST_TEXT = 'benchmark post about coffee and music';
 
+/** The name of the single tag read, whose answer the floor answers too (bench/floor.ts). */
+export const TAG_READ = 'GET /tags/{uuid}';
+
 /** One scenario: a request (or a rotation of them) driven by autocannon. */
 export interface Scenario {
   name: string;
@@ -97,7 +100,7 @@ export async function scenarios(base: string, client: { id: string; secret: stri
     ...(likeTerms ? { likeTerms } : {}),
   });
   const list: Scenario[] = [
-    scenario('GET /tags/{uuid}', `/tags/${tag.uuid}`),
+    scenario(TAG_READ, `/tags/${tag.uuid}`),
     scenario(
       'GET /tags filter + two sort keys',
       '/tags?filterby[tag_type]=hashtag&sortby[associations_count]=desc&sortby[created_at]=asc&limit=20',
