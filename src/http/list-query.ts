@@ -113,7 +113,14 @@ function parseValue(name: string, spec: PropertySpec, op: Operator, raw: unknown
       details.push({ field, message: `like applies to text properties; ${name} is ${spec.type}` });
       return undefined;
     }
-    if (/(^|[^\\])(\\\\)*\\$/.test(raw)) {
+    // Checked as it will be compared: normalizing (NFKC for tag names) turns a full-width ＼ or ﹨ into \ , and a
+    // pattern ending in a lone one is an error on PostgreSQL (a 500), where the raw text passed the check.
+    const pattern = spec.normalize ? spec.normalize(raw) : raw.toLowerCase();
+    if (pattern.length > 200) {
+      details.push({ field, message: 'a value may have at most 200 characters, counted once normalized' });
+      return undefined;
+    }
+    if (/(^|[^\\])(\\\\)*\\$/.test(pattern)) {
       details.push({
         field,
         message: 'the pattern ends with a lone \\ ; write \\\\ for a literal backslash',
@@ -122,14 +129,14 @@ function parseValue(name: string, spec: PropertySpec, op: Operator, raw: unknown
     }
     // A uuid is matched by its prefix: a leading wildcard would read every row of a large table (p99 0.7 s on
     // 1,000,000 associations, docs/reliability.md Part B), and no one knows the middle of a uuid.
-    if (spec.type === 'uuid' && /^[%_]/.test(raw)) {
+    if (spec.type === 'uuid' && /^[%_]/.test(pattern)) {
       details.push({
         field,
         message: `uuids are matched by prefix; start the pattern with the first characters, such as ${name} like 0190ab%`,
       });
       return undefined;
     }
-    return spec.normalize ? spec.normalize(raw) : raw.toLowerCase();
+    return pattern;
   }
   switch (spec.type) {
     case 'integer': {

@@ -150,10 +150,21 @@ for (const dialect of testDialects()) {
         '/tags?sortby[name]=up',
         '/tags?uuids=nope',
         '/tags/not-a-uuid',
+        // A pattern ending in a lone backslash once normalized: typed, or full-width (＼ and ﹨ become \ under NFKC,
+        // which PostgreSQL refused with an error, a 500, before the check ran on the normalized pattern).
+        '/tags?filterby[name][like]=%25%5C',
+        '/tags?filterby[name][like]=%25%EF%BC%BC',
+        '/tags?filterby[name][like]=%25%EF%B9%A8',
+        // 12 characters that normalize to 216.
+        `/tags?filterby[name][like]=${encodeURIComponent('\uFDFA'.repeat(12))}`,
       ]) {
         const res = await t.inject({ method: 'GET', url, token: t.guest });
         assert.equal(res.statusCode, 400, url);
         assert.equal(body(res).error.code, 'invalid_request', url);
+      }
+      // An escaped backslash, typed or full-width, is a literal one: nothing is named with it.
+      for (const escaped of ['%25%5C%5C', '%25%EF%BC%BC%EF%BC%BC']) {
+        assert.equal((await get(t, `/tags?filterby[name][like]=${escaped}`)).count.total, 0, escaped);
       }
       const none = await t.inject({ method: 'GET', url: '/tags' });
       assert.equal(none.statusCode, 401);
