@@ -221,6 +221,49 @@ for (const dialect of testDialects()) {
       assert.deepEqual(deleted, [conn.uuid]);
     });
 
+    it('takes concurrent confirms, then concurrent deletes, of one connection once each', async () => {
+      // PostgreSQL: both confirms read the request pending, and the second's friend rows broke the primary key (500).
+      const d = await t.createUser();
+      const e = await t.createUser();
+      const made = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: d.token,
+        payload: { user_uuid: e.uuid },
+      });
+      const uuid = body(made).data.uuid as string;
+      const events = confirmed.length;
+      const send = (action: string, user: TestUser) =>
+        t.inject({ method: 'POST', url: `/connections/${uuid}/${action}`, token: user.token });
+      const confirms = await Promise.all(Array.from({ length: 4 }, () => send('confirm', e)));
+      assert.deepEqual(
+        confirms.map((r) => [r.statusCode, body(r).data?.status]),
+        Array.from({ length: 4 }, () => [200, 'confirmed']),
+      );
+      assert.equal(confirmed.length - events, 1, 'one connectionConfirmed event');
+      assert.equal(await areFriends(d.uuid, e.uuid), true);
+      assert.equal(await areFriends(e.uuid, d.uuid), true);
+      const karma = await t.ctx.db
+        .selectFrom('karma')
+        .select(['user_uuid'])
+        .where('event', '=', 'connectionConfirmed')
+        .where('user_uuid', 'in', [d.uuid, e.uuid])
+        .execute();
+      assert.equal(karma.length, 2, 'one karma record for each side');
+      const deletes = await Promise.all(Array.from({ length: 4 }, (_, i) => send('delete', i % 2 ? d : e)));
+      assert.deepEqual(deletes.map((r) => r.statusCode).sort(), [200, 404, 404, 404]);
+      assert.ok(deletes.every((r) => r.statusCode === 200 || body(r).error.code === 'object_not_found'));
+      assert.equal(await areFriends(d.uuid, e.uuid), false);
+      assert.equal(await areFriends(e.uuid, d.uuid), false);
+      const compensations = await t.ctx.db
+        .selectFrom('karma')
+        .select(['user_uuid'])
+        .where('event', '=', 'connectionDeleted')
+        .where('user_uuid', 'in', [d.uuid, e.uuid])
+        .execute();
+      assert.equal(compensations.length, 2, 'the points taken back once from each side');
+    });
+
     it('networks: create (201), read, update and delete by the owner only, join, members cleared', async () => {
       const created = await t.inject({
         method: 'POST',

@@ -13,9 +13,14 @@ export async function insertConnection(db: Db, row: Insertable<ConnectionTable>)
   await db.insertInto('connections').values(row).execute();
 }
 
-/** A connection row by uuid. */
-export async function findConnectionByUuid(db: Db, uuid: string) {
-  return db.selectFrom('connections').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+/** A connection row by uuid; `forUpdate` locks it until the transaction ends (PostgreSQL only). */
+export async function findConnectionByUuid(db: Db, uuid: string, forUpdate = false) {
+  return db
+    .selectFrom('connections')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .$if(forUpdate, (q) => q.forUpdate())
+    .executeTakeFirst();
 }
 
 /** The connection of a pair of users, whichever side asked. */

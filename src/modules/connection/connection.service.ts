@@ -63,10 +63,19 @@ export async function requestConnection(
   }
 }
 
+/**
+ * Whether a transaction that decides on a connection's row locks it as it reads it. PostgreSQL: two confirms (or
+ * deletes) at once both read it pending, and the second's friend rows broke the primary key (a 500); locked, the
+ * second waits and reads the first one's outcome. SQLite runs one write transaction at a time.
+ */
+function locksRows(ctx: Context): boolean {
+  return ctx.dialect === 'postgres';
+}
+
 /** Confirms a pending request; only its addressee may, anyone else gets 404. Confirming twice changes nothing. */
 export async function confirmConnection(ctx: Context, userUuid: string, uuid: string): Promise<Connection> {
   return ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findConnectionByUuid(trx, uuid);
+    const row = await repo.findConnectionByUuid(trx, uuid, locksRows(ctx));
     if (!row || row.target_user_uuid !== userUuid) throw objectNotFound('connection');
     if (row.status === 'confirmed') return toConnection(row);
     const now = nowIso();
@@ -106,7 +115,7 @@ export async function deleteConnectionInTrx(
 /** Deletes a connection (pending or confirmed); either side may, anyone else gets 404. */
 export async function deleteConnection(ctx: Context, userUuid: string, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findConnectionByUuid(trx, uuid);
+    const row = await repo.findConnectionByUuid(trx, uuid, locksRows(ctx));
     if (!row || (row.user_uuid !== userUuid && row.target_user_uuid !== userUuid)) {
       throw objectNotFound('connection');
     }
