@@ -727,10 +727,12 @@ export async function mayHaveMoreThan(
 }
 
 /**
- * How many documents of these kinds with an id in (`afterId`, `toId`] match the words as typed (no stemming, no
- * scope: an estimate of how common the query is), counted up to `cap`. Bounded on both engines whatever the word:
- * FTS5 walks at most `cap` doclist entries of the range; PostgreSQL walks the ids of the range in order
- * (ts_match_vq, which no index serves, so the planner cannot pick the GIN index and read every match).
+ * How many documents of these kinds with an id in (`afterId`, `toId`] match the words as typed (no stemming),
+ * counted up to `cap`: how common the query is. Without `scope`, whoever may see them: an estimate that only chooses
+ * a plan. With it, only those the scope holds: a count that decides what a caller sees must not move with documents
+ * they may not read. Bounded on both engines whatever the word: FTS5 walks the doclist entries of the range up to
+ * `cap` kept; PostgreSQL walks the ids of the range in order (ts_match_vq, which no index serves, so the planner
+ * cannot pick the GIN index and read every match).
  */
 export async function countMatchesIn(
   db: Db,
@@ -739,15 +741,27 @@ export async function countMatchesIn(
   kinds: readonly DocKind[],
   range: { afterId: number; toId: number },
   cap: number,
+  scope?: Scope,
 ): Promise<number> {
   const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
+  const text = matchText(plain, kindFilter(kinds));
+  const bounds = (rowid: RawBuilder<unknown>) =>
+    sql`${rowid} > ${rowidValue(range.afterId)} and ${rowid} <= ${rowidValue(range.toId)}`;
   const r =
     dialect === 'postgres'
-      ? await sql<{ n: number | string }>`select ${pgCountInRange(match, kinds, range, cap)} as n`.execute(db)
-      : await sql<{ n: number | string }>`
+      ? await sql<{
+          n: number | string;
+        }>`select ${pgCountInRange(match, kinds, range, cap, scope)} as n`.execute(db)
+      : scope
+        ? await sql<{ n: number | string }>`
           select count(*) as n from (
-            select rowid from search_fts where search_fts match ${matchText(plain, kindFilter(kinds))}
-              and rowid > ${rowidValue(range.afterId)} and rowid <= ${rowidValue(range.toId)}
+            select d.id from search_fts join search_docs d on d.id = search_fts.rowid
+            where search_fts match ${text} and ${bounds(sql.raw('search_fts.rowid'))}
+              and ${scopeCondition({ ...scope, kinds })}
+            order by search_fts.rowid desc limit ${cap}) s`.execute(db)
+        : await sql<{ n: number | string }>`
+          select count(*) as n from (
+            select rowid from search_fts where search_fts match ${text} and ${bounds(sql.raw('rowid'))}
             order by rowid desc limit ${cap}) s`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
 }
@@ -773,46 +787,53 @@ export function spreadIdRanges(first: number, below: number, n: number, size: nu
 
 /**
  * PostgreSQL: a scalar subquery counting, up to `cap`, the documents of these kinds in `range` that match the words
- * as typed. ts_match_vq, which no index serves: the range is walked in id order, never read through the GIN index.
+ * as typed (only those `scope` holds, when given). ts_match_vq, which no index serves: the range is walked in id
+ * order, never read through the GIN index.
  */
-function pgCountInRange(match: Match, kinds: readonly DocKind[], range: IdRange, cap: number) {
+function pgCountInRange(match: Match, kinds: readonly DocKind[], range: IdRange, cap: number, scope?: Scope) {
   const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
   const narrow = kinds.length < DOC_KINDS.length;
+  const where = scope
+    ? sql`and ${scopeCondition({ ...scope, kinds })}`
+    : narrow
+      ? sql`and d.kind in (${sql.join([...kinds])})`
+      : sql``;
   return sql`(select count(*) from (
       select 1 from search_docs d
-      where d.id > ${range.afterId} and d.id <= ${range.toId} and ts_match_vq(d.tsv, ${tsquery(plain)})
-        ${narrow ? sql`and d.kind in (${sql.join([...kinds])})` : sql``}
+      where d.id > ${range.afterId} and d.id <= ${range.toId} and ts_match_vq(d.tsv, ${tsquery(plain)}) ${where}
       limit ${cap}) s)`;
 }
 
 /**
- * PostgreSQL: countMatchesIn of `newest` and, in the same statement when that count is under `spreadWhenUnder`,
- * the matches summed over the `spread` ranges (each counted up to `spreadCap`; null when not counted). The spread
- * ranges sample the whole index, so a block of documents without the words at the top (one author's thousand posts)
- * cannot make a common word look rare (docs/search.md, "Common words under a block of new posts").
+ * PostgreSQL: countMatchesIn of `newest` in `scope` (its kinds are the counted ones) and, in the same statement when
+ * that count is under
+ * `spreadWhenUnder`, the matches summed over the `spread` ranges, whoever may see them (each counted up to
+ * `spreadCap`; null when not counted). The spread ranges sample the whole index, so a block of documents without the
+ * words at the top (one author's thousand posts) cannot make a common word look rare (docs/search.md, "Common words
+ * under a block of new posts"); they choose a plan only, never which matches are ranked.
  */
 export async function countNewestAndSpread(
   db: Db,
   match: Match,
-  kinds: readonly DocKind[],
+  scope: Scope,
   newest: IdRange & { cap: number },
   spread: readonly IdRange[],
   spreadCap: number,
   spreadWhenUnder: number,
 ): Promise<{ newest: number; spread: number | null }> {
-  const count = (range: IdRange, cap: number) => pgCountInRange(match, kinds, range, cap);
+  const { kinds } = scope;
   const spreadSum =
     spread.length === 0
       ? sql`null::bigint`
       : sql.join(
-          spread.map((r) => count(r, spreadCap)),
+          spread.map((r) => pgCountInRange(match, kinds, r, spreadCap)),
           sql` + `,
         );
   // The sum is asked only when the newest range is sparse (a CASE runs its subqueries only when chosen); OFFSET 0
   // keeps the newest count one subquery, not copied into both columns.
   const r = await sql<{ newest: number | string; spread: number | string | null }>`
     select n.v as newest, case when n.v < ${spreadWhenUnder} then ${spreadSum} end as spread
-    from (select ${count(newest, newest.cap)} as v offset 0) n`.execute(db);
+    from (select ${pgCountInRange(match, kinds, newest, newest.cap, scope)} as v offset 0) n`.execute(db);
   const row = r.rows[0];
   return {
     newest: Number(row?.newest ?? 0),

@@ -47,8 +47,9 @@ export const searchTuning = {
   spreadRangeIds: 250,
 };
 /**
- * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, whoever may
- * see them) matches it: then only its newest `rankedCandidates / 5` matches in scope are ranked.
+ * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, counting only
+ * those the caller may see: the count decides what they see ranked) matches it: then only its newest
+ * `rankedCandidates / 5` matches in scope are ranked.
  */
 export const COMMON_SPAN = 10;
 /**
@@ -333,7 +334,7 @@ async function exactDocs(
     const counted = await repo.countNewestAndSpread(
       db,
       match,
-      kinds,
+      { ...scope, kinds },
       { ...span, cap: fewest },
       spread,
       searchTuning.spreadRangeIds,
@@ -343,7 +344,7 @@ async function exactDocs(
     widelyDense = counted.spread !== null && counted.spread * DENSE >= sampled;
     rareEverywhere = newest === 0 && (counted.spread ?? 0) === 0;
   } else {
-    newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest);
+    newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest, scope);
   }
   if (newest >= fewest) {
     // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
