@@ -146,6 +146,12 @@ export const variables = {
       'Registrations (POST /users) per minute per client address: each hashes a password, on the threads logins use.',
     parse: int(1, 1_000_000),
   },
+  PASSWORD_CHANGES_PER_MINUTE: {
+    default: '10',
+    description:
+      'Password changes (POST /users/{uuid}/update with a password) per minute per user and per client address: each hashes a password, on the threads logins use.',
+    parse: int(1, 1_000_000),
+  },
   LOGIN_FAILURES_PER_MINUTE: {
     default: '10',
     description: 'Failed password grants per minute per account and per client address.',

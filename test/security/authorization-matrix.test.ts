@@ -24,6 +24,7 @@ for (const dialect of testDialects()) {
         ENABLED_OPERATIONS: ['all'],
         RATE_LIMIT_PER_MINUTE: 1_000_000,
         REGISTRATIONS_PER_MINUTE: 1_000_000,
+        PASSWORD_CHANGES_PER_MINUTE: 1_000_000,
       }));
       w = await buildWorld(t);
     });
@@ -101,6 +102,7 @@ for (const dialect of testDialects()) {
       ({ t } = await startRecordedApp(dialect, {
         RATE_LIMIT_PER_MINUTE: 1_000_000,
         REGISTRATIONS_PER_MINUTE: 1_000_000,
+        PASSWORD_CHANGES_PER_MINUTE: 1_000_000,
       }));
     });
     after(async () => t?.close());

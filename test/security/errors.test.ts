@@ -131,6 +131,7 @@ for (const dialect of testDialects()) {
         ENABLED_OPERATIONS: ['all'],
         RATE_LIMIT_PER_MINUTE: 1_000_000,
         REGISTRATIONS_PER_MINUTE: 1_000_000,
+        PASSWORD_CHANGES_PER_MINUTE: 1_000_000,
         MEDIA_MAX_BYTES: 1000,
       });
       admin = await fastUser(t, 'admin');

@@ -9,7 +9,11 @@ for (const dialect of testDialects()) {
     const events: DomainEvent[] = [];
 
     before(async () => {
-      t = await startTestApp(dialect, { LOGIN_FAILURES_PER_MINUTE: 1000, REGISTRATIONS_PER_MINUTE: 1000 });
+      t = await startTestApp(dialect, {
+        LOGIN_FAILURES_PER_MINUTE: 1000,
+        REGISTRATIONS_PER_MINUTE: 1000,
+        PASSWORD_CHANGES_PER_MINUTE: 1000,
+      });
       t.ctx.bus.on(['userDeleted'], async (_trx, e) => {
         events.push(e);
       });

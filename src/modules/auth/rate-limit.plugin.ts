@@ -13,6 +13,8 @@ const EXEMPT = /^\/(health|ready|metrics|openapi\.json|docs)(\/|$)/;
 const TOKEN_ENDPOINT = '/oauth/token';
 /** Registration, limited per address on its own budget: each one hashes a password. */
 const REGISTRATION = '/users';
+/** The profile update, whose password changes are limited per user and per address: each one hashes too. */
+const PROFILE_UPDATE = '/users/:uuid/update';
 
 /** The key of the per-address limit, which every request counts in whatever token it sends. */
 function addressRateKey(request: FastifyRequest): string {
@@ -51,7 +53,9 @@ const reported = new WeakMap<FastifyRequest, number>();
  * - per token: RATE_LIMIT_PER_MINUTE per valid token (per address on routes without a token), after the token check;
  * - POST /oauth/token: TOKEN_REQUESTS_PER_MINUTE per address, so guest tokens cannot be farmed for fresh budgets;
  * - POST /users: REGISTRATIONS_PER_MINUTE per address, so sign-ups cannot fill the password hashing queue that
- *   logins wait in.
+ *   logins wait in;
+ * - POST /users/{uuid}/update with a password: PASSWORD_CHANGES_PER_MINUTE per user and per address, for the same
+ *   queue (120 changes at once from one token made other users' logins wait a second or answer 503).
  * They cover every route registered after this plugin.
  */
 async function rateLimitPlugin(
@@ -85,6 +89,15 @@ async function rateLimitPlugin(
     keyGenerator: (request) => `register:${addressKey(request.ip)}`,
   }) as Limiter;
 
+  const passwordsByUser = app.createRateLimit({
+    max: config.PASSWORD_CHANGES_PER_MINUTE,
+    keyGenerator: (request) => `password:user:${request.auth?.userUuid}`,
+  }) as Limiter;
+  const passwordsByAddress = app.createRateLimit({
+    max: config.PASSWORD_CHANGES_PER_MINUTE,
+    keyGenerator: (request) => `password:${addressKey(request.ip)}`,
+  }) as Limiter;
+
   function enforce(limiter: Limiter, what: string) {
     return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const r = await limiter(request);
@@ -116,6 +129,15 @@ async function rateLimitPlugin(
   const tokenHook = enforce(byToken, 'per token');
   const tokenEndpointHook = enforce(tokenEndpoint, 'to POST /oauth/token from one client address');
   const registrationHook = enforce(registration, 'to POST /users from one client address');
+  const passwordAddressHook = enforce(passwordsByAddress, 'to change a password from one client address');
+  const passwordUserHook = enforce(passwordsByUser, 'to change one user’s password');
+  // After validation and the Owner check (both before this hook), so neither a malformed body nor someone else's
+  // uuid spends the budget; only a body that sets a password counts.
+  const passwordChange = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if ((request.body as { password?: unknown } | undefined)?.password === undefined) return;
+    await passwordAddressHook(request, reply);
+    await passwordUserHook(request, reply);
+  };
   // POST routes with a per-address budget of their own, counted after the address budget.
   const ownBudgets = new Map([
     [TOKEN_ENDPOINT, tokenEndpointHook],
@@ -135,6 +157,14 @@ async function rateLimitPlugin(
     // The access plugin's hooks (registered earlier) already head `existing`, so the per-token limit runs after the
     // token check and sees request.auth.
     route.onRequest = [...first, ...existing, tokenHook] as typeof route.onRequest;
+    if (route.url === PROFILE_UPDATE && methods.includes('POST')) {
+      const handlers = route.preHandler
+        ? Array.isArray(route.preHandler)
+          ? route.preHandler
+          : [route.preHandler]
+        : [];
+      route.preHandler = [...handlers, passwordChange] as typeof route.preHandler;
+    }
   });
 }
 
