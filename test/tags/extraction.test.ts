@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { comparable } from '../security/world.ts';
 import { associationsOf, createComment, createPost, findTag, get } from './support.ts';
 
 for (const dialect of testDialects()) {
@@ -307,6 +308,40 @@ for (const dialect of testDialects()) {
       assert.equal(d.statusCode, 200, d.body);
       assert.deepEqual(Object.keys(body(d)).sort(), ['status', 'timestamp']);
       assert.equal((await get(t, `/users/${author.uuid}`)).data.karma, before);
+    });
+
+    it('answers taking back a reaction on a post its user may no longer see as on a missing post', async () => {
+      // Before, the reaction still stored there answered 200, telling the user the hidden post exists.
+      const hidden = await createPost(t, author, 'soon private');
+      const unreact = (target: string) =>
+        t.inject({ method: 'POST', url: `/posts/${target}/emotions/sad/delete`, token: fan.token });
+      const reacted = await t.inject({
+        method: 'POST',
+        url: `/posts/${hidden}/emotions`,
+        token: fan.token,
+        payload: { name: 'sad' },
+      });
+      assert.equal(reacted.statusCode, 201);
+      const visibility = (value: string) =>
+        t.inject({
+          method: 'POST',
+          url: `/posts/${hidden}/update`,
+          token: author.token,
+          payload: { visibility: value },
+        });
+      assert.equal((await visibility('private')).statusCode, 200);
+      const refused = await unreact(hidden);
+      assert.equal(refused.statusCode, 404);
+      assert.equal(comparable(refused), comparable(await unreact('0190a000-0000-7000-8000-00000000d00d')));
+      const stored = await t.ctx.db
+        .selectFrom('tag_associations')
+        .select('uuid')
+        .where('target_uuid', '=', hidden)
+        .where('user_uuid', '=', fan.uuid)
+        .execute();
+      assert.equal(stored.length, 1, 'the reaction is kept');
+      assert.equal((await visibility('public')).statusCode, 200);
+      assert.equal((await unreact(hidden)).statusCode, 200);
     });
 
     it('lets only the reacting user take a reaction back', async () => {

@@ -391,7 +391,11 @@ export async function react(
   });
 }
 
-/** Takes back the caller's reaction; 404 when the caller has no such reaction on that item. */
+/**
+ * Takes back the caller's reaction; 404 when the caller has no such reaction on that item, or may no longer see the
+ * item (its author made it private, say): answered as for a missing item, so the reaction still stored there does not
+ * tell them the item exists.
+ */
 export async function unreact(
   ctx: Context,
   caller: string,
@@ -400,6 +404,7 @@ export async function unreact(
   emotion: string,
 ): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
+    if (!(await findTarget(trx, kind, targetUuid.toLowerCase(), caller))) throw objectNotFound(kind);
     const tag = await findTagByKey(trx, 'emotion', normalizeTagName(emotion));
     const row = tag ? await findAssociationByKey(trx, tag.uuid, targetUuid.toLowerCase(), caller) : undefined;
     if (!tag || !row || row.target_type !== kind) {
