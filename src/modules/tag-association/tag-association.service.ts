@@ -403,13 +403,14 @@ export async function unreact(
   targetUuid: string,
   emotion: string,
 ): Promise<void> {
+  // One answer for every refusal, whether the item is missing, hidden from the caller, or has no such reaction of
+  // theirs (the reaction is the Owner's item: its refusals answer alike).
+  const none = () => new ApiError('object_not_found', `You have no ${emotion} reaction on that ${kind}.`);
   await ctx.db.transaction().execute(async (trx) => {
-    if (!(await findTarget(trx, kind, targetUuid.toLowerCase(), caller))) throw objectNotFound(kind);
+    if (!(await findTarget(trx, kind, targetUuid.toLowerCase(), caller))) throw none();
     const tag = await findTagByKey(trx, 'emotion', normalizeTagName(emotion));
     const row = tag ? await findAssociationByKey(trx, tag.uuid, targetUuid.toLowerCase(), caller) : undefined;
-    if (!tag || !row || row.target_type !== kind) {
-      throw new ApiError('object_not_found', `You have no ${emotion} reaction on that ${kind}.`);
-    }
+    if (!tag || !row || row.target_type !== kind) throw none();
     await emitReactionDeleted(ctx, trx, { ...row, target_type: kind }, tag.name_key);
     const removed = await deleteAssociationsByUuids(trx, [row.uuid]);
     await adjustTagCounts(trx, ctx.dialect, deltas([], removed));
