@@ -743,26 +743,23 @@ export async function countMatchesIn(
   cap: number,
   scope?: Scope,
 ): Promise<number> {
+  if (dialect === 'postgres') {
+    const counted = pgCountInRange(match, kinds, range, cap, scope);
+    const r = await sql<{ n: number | string }>`select ${counted} as n`.execute(db);
+    return Number(r.rows[0]?.n ?? 0);
+  }
   const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
-  const text = matchText(plain, kindFilter(kinds));
-  const bounds = (rowid: RawBuilder<unknown>) =>
-    sql`${rowid} > ${rowidValue(range.afterId)} and ${rowid} <= ${rowidValue(range.toId)}`;
-  const r =
-    dialect === 'postgres'
-      ? await sql<{
-          n: number | string;
-        }>`select ${pgCountInRange(match, kinds, range, cap, scope)} as n`.execute(db)
-      : scope
-        ? await sql<{ n: number | string }>`
-          select count(*) as n from (
-            select d.id from search_fts join search_docs d on d.id = search_fts.rowid
-            where search_fts match ${text} and ${bounds(sql.raw('search_fts.rowid'))}
-              and ${scopeCondition({ ...scope, kinds })}
-            order by search_fts.rowid desc limit ${cap}) s`.execute(db)
-        : await sql<{ n: number | string }>`
-          select count(*) as n from (
-            select rowid from search_fts where search_fts match ${text} and ${bounds(sql.raw('rowid'))}
-            order by rowid desc limit ${cap}) s`.execute(db);
+  const matched = sql`search_fts match ${matchText(plain, kindFilter(kinds))}
+    and search_fts.rowid > ${rowidValue(range.afterId)} and search_fts.rowid <= ${rowidValue(range.toId)}`;
+  const r = scope
+    ? await sql<{ n: number | string }>`
+        select count(*) as n from (
+          select d.id from search_fts join search_docs d on d.id = search_fts.rowid
+          where ${matched} and ${scopeCondition({ ...scope, kinds })}
+          order by search_fts.rowid desc limit ${cap}) s`.execute(db)
+    : await sql<{ n: number | string }>`
+        select count(*) as n from (
+          select rowid from search_fts where ${matched} order by rowid desc limit ${cap}) s`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
 }
 
@@ -806,11 +803,11 @@ function pgCountInRange(match: Match, kinds: readonly DocKind[], range: IdRange,
 
 /**
  * PostgreSQL: countMatchesIn of `newest` in `scope` (its kinds are the counted ones) and, in the same statement when
- * that count is under
- * `spreadWhenUnder`, the matches summed over the `spread` ranges, whoever may see them (each counted up to
- * `spreadCap`; null when not counted). The spread ranges sample the whole index, so a block of documents without the
- * words at the top (one author's thousand posts) cannot make a common word look rare (docs/search.md, "Common words
- * under a block of new posts"); they choose a plan only, never which matches are ranked.
+ * that count is under `spreadWhenUnder`, the matches summed over the `spread` ranges, whoever may see them (each
+ * counted up to `spreadCap`; null when not counted). The spread ranges sample the whole index, so a block of
+ * documents without the words at the top (one author's thousand posts) cannot make a common word look rare
+ * (docs/search.md, "Common words under a block of new posts"); they choose a plan only, never which matches are
+ * ranked.
  */
 export async function countNewestAndSpread(
   db: Db,
