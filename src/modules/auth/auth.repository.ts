@@ -46,15 +46,34 @@ export async function findRefreshToken(db: Db, tokenHash: string) {
     .executeTakeFirst();
 }
 
-/** Marks a refresh token spent; returns false when another request spent it first. */
+/**
+ * Marks a refresh token spent; returns false when another request spent it first, or revoked it since it was read
+ * (a revocation that committed while this statement waited for the token's row).
+ */
 export async function markTokenUsed(db: Db, tokenHash: string, at: string): Promise<boolean> {
   const r = await db
     .updateTable('tokens')
     .set({ used_at: at })
     .where('token_hash', '=', tokenHash)
     .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+/**
+ * PostgreSQL: locks a user's row for their token writes until the transaction ends. A refresh takes it shared and a
+ * revocation exclusively, so a revocation waits for a refresh that is committing new tokens of the same login (and
+ * then revokes them: its UPDATE reads what committed meanwhile), and a refresh waits for a revocation (and then finds
+ * its token revoked). Without it, a revocation's UPDATE never saw the tokens a concurrent refresh inserted.
+ */
+export async function lockUserForTokens(db: Db, userUuid: string, mode: 'refresh' | 'revoke'): Promise<void> {
+  await db
+    .selectFrom('users')
+    .select('uuid')
+    .where('uuid', '=', userUuid)
+    .$call((q) => (mode === 'refresh' ? q.forShare() : q.forNoKeyUpdate()))
+    .execute();
 }
 
 /** Revokes every token of a family (a refresh chain and its access tokens). */

@@ -177,23 +177,36 @@ async function refreshGrant(
   const invalid = invalidGrant('The refresh token is unknown, expired or revoked. Log in again.');
   if (!row || row.client_id !== client.id || row.user_uuid === null) throw invalid;
   if (row.revoked_at !== null) throw invalid;
+  const userUuid = row.user_uuid;
   const reused = async () => {
     // A spent refresh token came back: it was copied. Everything issued from this login is revoked.
-    await repo.revokeTokenFamily(ctx.db, row.family_id, nowIso());
+    await revokeLogin(ctx, userUuid, row.family_id);
     return invalidGrant(
       'This refresh token was already used; every token of this login is now revoked. Log in again.',
     );
   };
   if (row.used_at !== null) throw await reused();
   if (row.expires_at <= nowIso()) throw invalid;
-  const userUuid = row.user_uuid;
   const issued = await ctx.db.transaction().execute(async (trx) => {
-    // Two requests racing with the same token: only one marks it used; the other counts as reuse.
-    if (!(await repo.markTokenUsed(trx, hash, nowIso()))) return undefined;
+    if (ctx.dialect === 'postgres') await repo.lockUserForTokens(trx, userUuid, 'refresh');
+    // Two requests racing with the same token: only one marks it used; the other counts as reuse. A revocation
+    // committed since the read above leaves it unmarked too.
+    if (!(await repo.markTokenUsed(trx, hash, nowIso()))) {
+      return (await repo.findRefreshToken(trx, hash))?.revoked_at ? 'revoked' : 'reused';
+    }
     return issueTokens(ctx, trx, client.id, userUuid, row.family_id);
   });
-  if (!issued) throw await reused();
+  if (issued === 'revoked') throw invalid;
+  if (issued === 'reused') throw await reused();
   return issued;
+}
+
+/** Revokes every token of one login (a refresh chain and its access tokens), after any refresh of it in flight. */
+async function revokeLogin(ctx: Context, userUuid: string | null, familyId: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    if (ctx.dialect === 'postgres' && userUuid !== null) await repo.lockUserForTokens(trx, userUuid, 'revoke');
+    await repo.revokeTokenFamily(trx, familyId, nowIso());
+  });
 }
 
 /** POST /oauth/revoke (RFC 7009): unknown tokens and tokens of other clients are left alone and still answer 200. */
@@ -207,6 +220,6 @@ export async function revokeTokenRequest(
   if (!row || row.client_id !== client.id) return;
   const now = nowIso();
   // Revoking a refresh token ends the whole login (its chain and the access tokens issued from it).
-  if (row.kind === 'refresh') await repo.revokeTokenFamily(ctx.db, row.family_id, now);
+  if (row.kind === 'refresh') await revokeLogin(ctx, row.user_uuid, row.family_id);
   else await repo.revokeToken(ctx.db, row.token_hash, now);
 }
