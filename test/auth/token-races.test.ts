@@ -30,7 +30,7 @@ for (const dialect of testDialects()) {
     const login = async () =>
       body(await grant({ grant_type: 'password', username: user.username, password: user.password }));
     /** Whether anything a refresh answered still works: its access token on /me, its refresh token at the grant. */
-    const stillWorks = async (refreshed: { statusCode: number; body: string }) => {
+    const stillWorks = async (refreshed: Awaited<ReturnType<TestApp['inject']>>) => {
       if (refreshed.statusCode !== 200) return false;
       const b = body(refreshed);
       const me = await t.inject({ method: 'GET', url: '/me', token: b.access_token });
