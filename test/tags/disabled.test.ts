@@ -316,6 +316,50 @@ for (const dialect of testDialects()) {
       assert.equal(gone.statusCode, 404);
     });
 
+    it('takes association updates sent at once one after the other: exact counts, a clash is a 409', async () => {
+      // PostgreSQL: both updates read the old tag and each moved the counts (off by one on each side), and two
+      // associations moved onto one key at once broke its unique constraint (a 500).
+      const hashtag = async (name: string) =>
+        body(await create(owner.token, { name, tag_type: 'hashtag' })).data.uuid as string;
+      const from = await hashtag('racefrom');
+      const to = await hashtag('raceto');
+      const third = await hashtag('racethird');
+      const fourth = await hashtag('racefourth');
+      const associate = async (tag: string) =>
+        body(
+          await t.inject({
+            method: 'POST',
+            url: '/tag-association',
+            token: stranger.token,
+            payload: { tag_uuid: tag, target_uuid: post, target_type: 'post' },
+          }),
+        ).data.uuid as string;
+      const patch = (uuid: string, tag: string) =>
+        t.inject({
+          method: 'PATCH',
+          url: `/tag-associations/${uuid}`,
+          token: stranger.token,
+          payload: { tag_uuid: tag },
+        });
+      const count = async (tag: string) => (await get(t, `/tags/${tag}`)).data.associations_count as number;
+      const moved = await associate(from);
+      const same = await Promise.all([patch(moved, to), patch(moved, to), patch(moved, to)]);
+      assert.deepEqual(
+        same.map((r) => r.statusCode),
+        [200, 200, 200],
+      );
+      assert.deepEqual([await count(from), await count(to)], [0, 1]);
+      // Two associations of one user and target moved onto one tag at once: one moves, the other is a 409.
+      const clash = await Promise.all([
+        patch(await associate(from), fourth),
+        patch(await associate(third), fourth),
+      ]);
+      assert.deepEqual(clash.map((r) => r.statusCode).sort(), [200, 409]);
+      assert.ok(clash.every((r) => r.statusCode === 200 || body(r).error.code === 'conflict'));
+      assert.equal(await count(fourth), 1);
+      assert.equal((await count(from)) + (await count(third)), 1);
+    });
+
     it('serves the real DELETE and PATCH methods; admins may act on any association', async () => {
       const tag = body(await create(owner.token, { name: 'realmethods', tag_type: 'hashtag' })).data;
       const made = await t.inject({

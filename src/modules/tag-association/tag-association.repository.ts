@@ -130,6 +130,11 @@ const COLUMNS = [
   'ta.updated_at',
 ] as const;
 
+/** PostgreSQL: locks an association's row until the transaction ends, so its readers decide on its latest state. */
+export async function lockAssociation(db: Db, uuid: string): Promise<void> {
+  await db.selectFrom('tag_associations').select('uuid').where('uuid', '=', uuid).forUpdate().execute();
+}
+
 /** An association by uuid; with `viewer` given (null for a guest) only if its target is visible to them. */
 export async function findAssociationByUuid(
   db: Db,

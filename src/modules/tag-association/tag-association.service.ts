@@ -1,5 +1,6 @@
 import { type Context, readCacheScope } from '../../context.ts';
 import type { Db, Dialect } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import type { DomainEvent } from '../../events/bus.ts';
@@ -30,6 +31,7 @@ import {
   findMentionedUsers,
   insertAssociationsIgnoringConflicts,
   listAssociationRows,
+  lockAssociation,
   setTargetLanguage,
   type TagAssociationRow,
   updateAssociationRow,
@@ -306,44 +308,63 @@ export async function updateAssociation(
   if (input.tag_uuid === undefined && input.target_uuid === undefined && input.target_type === undefined) {
     throw invalidField('tag_uuid', 'give at least one of tag_uuid, target_uuid, target_type to update');
   }
-  return ctx.db.transaction().execute(async (trx) => {
-    const row = await findAssociationByUuid(trx, uuid.toLowerCase());
-    if (!row) throw objectNotFound('tag association');
-    const oldTag = await findTagByUuid(trx, row.tag_uuid);
-    const newTag = input.tag_uuid !== undefined ? await visibleTag(trx, input.tag_uuid, caller) : oldTag;
-    const tagUuid = newTag?.uuid ?? row.tag_uuid;
-    let targetUuid = row.target_uuid;
-    let language = row.language;
-    const targetType = input.target_type ?? (row.target_type as AssociationTargetType);
-    if (input.target_uuid !== undefined || input.target_type !== undefined) {
-      const target = await visibleTarget(trx, targetType, input.target_uuid ?? row.target_uuid, caller);
-      targetUuid = target.uuid;
-      language = target.language;
+  try {
+    return await ctx.db.transaction().execute(async (trx) => {
+      // PostgreSQL: two updates at once both read the old tag, and each moved its count (a count off by one on each
+      // side); locked, the second reads the first's outcome. SQLite runs one write transaction at a time.
+      if (ctx.dialect === 'postgres') await lockAssociation(trx, uuid.toLowerCase());
+      return applyAssociationUpdate(ctx, trx, caller, uuid, input);
+    });
+  } catch (err) {
+    // Two updates (or a create) reaching one tag, target and user at once: the unique key lets one in (a 500 before).
+    if (isUniqueViolation(err)) {
+      throw new ApiError('conflict', 'That tag is already associated with that target by this user.');
     }
-    if (
-      isReaction(oldTag?.tag_type ?? '', row.target_type) ||
-      isReaction(newTag?.tag_type ?? '', targetType)
-    ) {
-      // A reaction's karma follows its emotion, target and author: moving it would leave them behind.
-      throw new ApiError(
-        'invalid_request',
-        'A reaction (an emotion on a post or comment) cannot be changed: take it back and react again (POST /posts/{uuid}/emotions or /comments/{uuid}/emotions).',
-        [{ field: 'tag_uuid', message: 'a reaction cannot be changed' }],
-      );
-    }
-    const clash = await findAssociationByKey(trx, tagUuid, targetUuid, row.user_uuid);
-    if (clash && clash.uuid !== row.uuid) throw duplicate(clash);
-    const patch = {
-      tag_uuid: tagUuid,
-      target_uuid: targetUuid,
-      target_type: targetType,
-      language,
-      updated_at: nowIso(),
-    };
-    await updateAssociationRow(trx, row.uuid, patch);
-    if (tagUuid !== row.tag_uuid) await adjustTagCounts(trx, ctx.dialect, deltas([tagUuid], [row.tag_uuid]));
-    return toApi({ ...row, ...patch });
-  });
+    throw err;
+  }
+}
+
+/** updateAssociation inside its transaction. */
+async function applyAssociationUpdate(
+  ctx: Context,
+  trx: Db,
+  caller: string,
+  uuid: string,
+  input: { tag_uuid?: string; target_uuid?: string; target_type?: AssociationTargetType },
+): Promise<ApiTagAssociation> {
+  const row = await findAssociationByUuid(trx, uuid.toLowerCase());
+  if (!row) throw objectNotFound('tag association');
+  const oldTag = await findTagByUuid(trx, row.tag_uuid);
+  const newTag = input.tag_uuid !== undefined ? await visibleTag(trx, input.tag_uuid, caller) : oldTag;
+  const tagUuid = newTag?.uuid ?? row.tag_uuid;
+  let targetUuid = row.target_uuid;
+  let language = row.language;
+  const targetType = input.target_type ?? (row.target_type as AssociationTargetType);
+  if (input.target_uuid !== undefined || input.target_type !== undefined) {
+    const target = await visibleTarget(trx, targetType, input.target_uuid ?? row.target_uuid, caller);
+    targetUuid = target.uuid;
+    language = target.language;
+  }
+  if (isReaction(oldTag?.tag_type ?? '', row.target_type) || isReaction(newTag?.tag_type ?? '', targetType)) {
+    // A reaction's karma follows its emotion, target and author: moving it would leave them behind.
+    throw new ApiError(
+      'invalid_request',
+      'A reaction (an emotion on a post or comment) cannot be changed: take it back and react again (POST /posts/{uuid}/emotions or /comments/{uuid}/emotions).',
+      [{ field: 'tag_uuid', message: 'a reaction cannot be changed' }],
+    );
+  }
+  const clash = await findAssociationByKey(trx, tagUuid, targetUuid, row.user_uuid);
+  if (clash && clash.uuid !== row.uuid) throw duplicate(clash);
+  const patch = {
+    tag_uuid: tagUuid,
+    target_uuid: targetUuid,
+    target_type: targetType,
+    language,
+    updated_at: nowIso(),
+  };
+  await updateAssociationRow(trx, row.uuid, patch);
+  if (tagUuid !== row.tag_uuid) await adjustTagCounts(trx, ctx.dialect, deltas([tagUuid], [row.tag_uuid]));
+  return toApi({ ...row, ...patch });
 }
 
 /** Content a reaction can be attached to. */
