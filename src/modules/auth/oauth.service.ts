@@ -204,7 +204,8 @@ async function refreshGrant(
 /** Revokes every token of one login (a refresh chain and its access tokens), after any refresh of it in flight. */
 async function revokeLogin(ctx: Context, userUuid: string | null, familyId: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    if (ctx.dialect === 'postgres' && userUuid !== null) await repo.lockUserForTokens(trx, userUuid, 'revoke');
+    const user = ctx.dialect === 'postgres' ? userUuid : null;
+    if (user !== null) await repo.lockUserForTokens(trx, user, 'revoke');
     await repo.revokeTokenFamily(trx, familyId, nowIso());
   });
 }
