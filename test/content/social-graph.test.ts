@@ -264,6 +264,49 @@ for (const dialect of testDialects()) {
       assert.equal(compensations.length, 2, 'the points taken back once from each side');
     });
 
+    it('takes back the karma of a friendship confirmed while its requester deletes their account', async () => {
+      // PostgreSQL: the deletion read the requests pending, so it undid no friendship, and removed rows a confirm had
+      // just set to confirmed: the addressee kept points for friendships that no longer exist.
+      const addressee = await t.createUser();
+      const requesters = await Promise.all(Array.from({ length: 6 }, () => t.createUser()));
+      const requests: string[] = [];
+      for (const r of requesters) {
+        const made = await t.inject({
+          method: 'POST',
+          url: '/connections',
+          token: r.token,
+          payload: { user_uuid: addressee.uuid },
+        });
+        requests.push(body(made).data.uuid as string);
+      }
+      const answers = await Promise.all(
+        requesters.flatMap((r, i) => [
+          t.inject({ method: 'POST', url: `/connections/${requests[i]}/confirm`, token: addressee.token }),
+          t.inject({ method: 'POST', url: `/users/${r.uuid}/delete`, token: r.token }),
+        ]),
+      );
+      assert.ok(
+        answers.every((a) => a.statusCode === 200 || a.statusCode === 404),
+        answers.map((a) => a.statusCode).join(),
+      );
+      const records = await t.ctx.db
+        .selectFrom('karma')
+        .select(['karma_type', 'points'])
+        .where('user_uuid', '=', addressee.uuid)
+        .where('event', 'in', ['connectionConfirmed', 'connectionDeleted'])
+        .execute();
+      const net = records.reduce((sum, k) => sum + (k.karma_type === 'add' ? k.points : -k.points), 0);
+      assert.equal(net, 0, 'no points left from friendships that are gone');
+      const me = body(await t.inject({ method: 'GET', url: '/me', token: addressee.token })).data;
+      assert.equal(me.karma, 0);
+      const friends = await t.ctx.db
+        .selectFrom('friends')
+        .selectAll()
+        .where('user_uuid', '=', addressee.uuid)
+        .execute();
+      assert.equal(friends.length, 0);
+    });
+
     it('networks: create (201), read, update and delete by the owner only, join, members cleared', async () => {
       const created = await t.inject({
         method: 'POST',

@@ -62,13 +62,14 @@ export async function deleteFriendPair(db: Db, a: string, b: string): Promise<vo
     .execute();
 }
 
-/** Every connection a user is a side of. */
-export async function findConnectionsOfUser(db: Db, userUuid: string) {
+/** Every connection a user is a side of; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
+export async function findConnectionsOfUser(db: Db, userUuid: string, forUpdate = false) {
   return db
     .selectFrom('connections')
     .selectAll()
     .where((eb) => eb.or([eb('user_uuid', '=', userUuid), eb('target_user_uuid', '=', userUuid)]))
     .orderBy('uuid')
+    .$if(forUpdate, (q) => q.forUpdate())
     .execute();
 }
 

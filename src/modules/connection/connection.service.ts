@@ -125,7 +125,8 @@ export async function deleteConnection(ctx: Context, userUuid: string, uuid: str
 
 /** Removes every connection of a deleted user, inside the userDeleted transaction. */
 export async function deleteConnectionsOfUser(ctx: Context, trx: Db, userUuid: string): Promise<void> {
-  for (const row of await repo.findConnectionsOfUser(trx, userUuid)) {
+  // Locked as read: a confirm committing meanwhile is waited for, and its friendship and karma are undone here.
+  for (const row of await repo.findConnectionsOfUser(trx, userUuid, locksRows(ctx))) {
     await deleteConnectionInTrx(ctx, trx, row, userUuid);
   }
 }
