@@ -307,6 +307,33 @@ for (const dialect of testDialects()) {
       assert.equal(friends.length, 0);
     });
 
+    it('leaves no member of a network deleted while users join it', async () => {
+      // PostgreSQL: the delete cleared the members it saw; joins committing meanwhile kept a deleted network.
+      const owner = await t.createUser();
+      const joiners = await Promise.all(Array.from({ length: 6 }, () => t.createUser()));
+      for (let round = 0; round < 3; round++) {
+        const created = await t.inject({
+          method: 'POST',
+          url: '/networks',
+          token: owner.token,
+          payload: { name: `Race ${round}` },
+        });
+        const uuid = body(created).data.uuid as string;
+        const answers = await Promise.all([
+          t.inject({ method: 'POST', url: `/networks/${uuid}/delete`, token: owner.token }),
+          ...joiners.map((j) => t.inject({ method: 'POST', url: `/networks/${uuid}/join`, token: j.token })),
+        ]);
+        assert.equal(answers[0]?.statusCode, 200);
+        assert.ok(answers.every((a) => a.statusCode === 200 || a.statusCode === 404));
+        const members = await t.ctx.db
+          .selectFrom('users')
+          .select('uuid')
+          .where('network_uuid', '=', uuid)
+          .execute();
+        assert.deepEqual(members, [], `round ${round}: members of a deleted network`);
+      }
+    });
+
     it('networks: create (201), read, update and delete by the owner only, join, members cleared', async () => {
       const created = await t.inject({
         method: 'POST',

@@ -7,9 +7,15 @@ export async function insertNetwork(db: Db, row: Insertable<NetworkTable>): Prom
   await db.insertInto('networks').values(row).execute();
 }
 
-/** A network row by uuid. */
-export async function findNetworkByUuid(db: Db, uuid: string) {
-  return db.selectFrom('networks').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+/** A network row by uuid, locked in `lock` mode until the transaction ends when given (PostgreSQL only). */
+export async function findNetworkByUuid(db: Db, uuid: string, lock?: 'share' | 'update') {
+  return db
+    .selectFrom('networks')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .$if(lock === 'share', (q) => q.forShare())
+    .$if(lock === 'update', (q) => q.forUpdate())
+    .executeTakeFirst();
 }
 
 /** Changes a network row. */
@@ -32,7 +38,13 @@ export async function deleteNetworkRow(db: Db, uuid: string): Promise<void> {
   await db.deleteFrom('networks').where('uuid', '=', uuid).execute();
 }
 
-/** Networks a user created. */
-export async function findNetworksOfUser(db: Db, userUuid: string) {
-  return db.selectFrom('networks').selectAll().where('user_uuid', '=', userUuid).orderBy('uuid').execute();
+/** Networks a user created; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
+export async function findNetworksOfUser(db: Db, userUuid: string, forUpdate = false) {
+  return db
+    .selectFrom('networks')
+    .selectAll()
+    .where('user_uuid', '=', userUuid)
+    .orderBy('uuid')
+    .$if(forUpdate, (q) => q.forUpdate())
+    .execute();
 }

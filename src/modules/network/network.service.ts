@@ -90,10 +90,20 @@ export async function deleteNetworkInTrx(
   await repo.deleteNetworkRow(trx, row.uuid);
 }
 
+/**
+ * The row lock a transaction takes on the network it decides on, on PostgreSQL (SQLite runs one write transaction at
+ * a time): a delete locks it for update and a join shares it, so a join committing during a delete is waited for and
+ * its member cleared, and a join after a delete finds no network. Before, the delete cleared the members it saw and
+ * joins that committed meanwhile kept a network that no longer exists.
+ */
+function networkLock(ctx: Context, mode: 'share' | 'update'): 'share' | 'update' | undefined {
+  return ctx.dialect === 'postgres' ? mode : undefined;
+}
+
 /** Deletes a network (the owner check ran before); its members are left without a network. */
 export async function deleteNetwork(ctx: Context, actorUuid: string, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findNetworkByUuid(trx, uuid);
+    const row = await repo.findNetworkByUuid(trx, uuid, networkLock(ctx, 'update'));
     if (!row) throw objectNotFound('network');
     await deleteNetworkInTrx(ctx, trx, row, actorUuid);
   });
@@ -102,7 +112,8 @@ export async function deleteNetwork(ctx: Context, actorUuid: string, uuid: strin
 /** Makes the caller a member of the network (a user belongs to one network); returns the updated user. */
 export async function joinNetwork(ctx: Context, userUuid: string, uuid: string): Promise<PublicUser> {
   return ctx.db.transaction().execute(async (trx) => {
-    if (!(await repo.findNetworkByUuid(trx, uuid))) throw objectNotFound('network');
+    if (!(await repo.findNetworkByUuid(trx, uuid, networkLock(ctx, 'share'))))
+      throw objectNotFound('network');
     await updateUser(trx, userUuid, { network_uuid: uuid, updated_at: nowIso() });
     const user = await findUserByUuid(trx, userUuid);
     if (!user) throw objectNotFound('user');
@@ -113,7 +124,7 @@ export async function joinNetwork(ctx: Context, userUuid: string, uuid: string):
 /** Subscribes the network module: a deleted user's networks go with them, members cleared. */
 export function subscribeNetworks(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
-    for (const row of await repo.findNetworksOfUser(trx, event.targetUuid)) {
+    for (const row of await repo.findNetworksOfUser(trx, event.targetUuid, ctx.dialect === 'postgres')) {
       await deleteNetworkInTrx(ctx, trx, row, event.targetUuid);
     }
   });
