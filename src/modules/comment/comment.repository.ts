@@ -8,9 +8,14 @@ export async function insertComment(db: Db, row: Insertable<CommentTable>): Prom
   await db.insertInto('comments').values(row).execute();
 }
 
-/** A comment row by uuid, whoever may see it. */
-export async function findCommentByUuid(db: Db, uuid: string) {
-  return db.selectFrom('comments').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+/** A comment row by uuid, whoever may see it; `forUpdate` locks it until the transaction ends (PostgreSQL only). */
+export async function findCommentByUuid(db: Db, uuid: string, forUpdate = false) {
+  return db
+    .selectFrom('comments')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .$if(forUpdate, (q) => q.forUpdate())
+    .executeTakeFirst();
 }
 
 /** A comment row by uuid if `viewer` (null for a guest) may see its post. */

@@ -109,7 +109,8 @@ export async function deleteCommentsOfPost(ctx: Context, trx: Db, postUuid: stri
 /** Deletes a comment (the owner check ran before). */
 export async function deleteComment(ctx: Context, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findCommentByUuid(trx, uuid);
+    // Locked (PostgreSQL), as a post's delete locks the post: a reaction committing meanwhile goes with its karma.
+    const row = await repo.findCommentByUuid(trx, uuid, ctx.dialect === 'postgres');
     if (!row) throw objectNotFound('comment');
     await deleteCommentInTrx(ctx, trx, row);
   });

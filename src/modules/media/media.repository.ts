@@ -8,9 +8,14 @@ export async function insertMedia(db: Db, row: Insertable<MediaTable>): Promise<
   await db.insertInto('media').values(row).execute();
 }
 
-/** A media row by uuid, whoever may see it. */
-export async function findMediaByUuid(db: Db, uuid: string) {
-  return db.selectFrom('media').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+/** A media row by uuid, whoever may see it; `forUpdate` locks it until the transaction ends (PostgreSQL only). */
+export async function findMediaByUuid(db: Db, uuid: string, forUpdate = false) {
+  return db
+    .selectFrom('media')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .$if(forUpdate, (q) => q.forUpdate())
+    .executeTakeFirst();
 }
 
 /** A media row by uuid if `viewer` (null for a guest) may see it. */

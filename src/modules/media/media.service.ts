@@ -231,7 +231,8 @@ export async function deleteMediaInTrx(ctx: Context, trx: Db, row: Selectable<Me
 /** Deletes a media record (the owner check ran before) and, after the commit, its file. */
 export async function deleteMedia(ctx: Context, uuid: string): Promise<void> {
   const row = await ctx.db.transaction().execute(async (trx) => {
-    const found = await repo.findMediaByUuid(trx, uuid);
+    // Locked (PostgreSQL), as a post's delete locks the post: an association committing meanwhile goes too.
+    const found = await repo.findMediaByUuid(trx, uuid, ctx.dialect === 'postgres');
     if (!found) throw objectNotFound('media');
     await deleteMediaInTrx(ctx, trx, found);
     return found;

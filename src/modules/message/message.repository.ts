@@ -8,13 +8,14 @@ export async function insertMessage(db: Db, row: Insertable<MessageTable>): Prom
   await db.insertInto('messages').values(row).execute();
 }
 
-/** A message row by uuid if `userUuid` sent or received it. */
-export async function findMessageOfParty(db: Db, uuid: string, userUuid: string) {
+/** A message row by uuid if `userUuid` sent or received it; `forUpdate` locks it until the transaction ends (PostgreSQL only). */
+export async function findMessageOfParty(db: Db, uuid: string, userUuid: string, forUpdate = false) {
   return db
     .selectFrom('messages')
     .selectAll()
     .where('uuid', '=', uuid)
     .where((eb) => eb.or([eb('user_uuid', '=', userUuid), eb('recipient_uuid', '=', userUuid)]))
+    .$if(forUpdate, (q) => q.forUpdate())
     .executeTakeFirst();
 }
 

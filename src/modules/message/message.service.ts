@@ -64,7 +64,8 @@ export async function getMessage(ctx: Context, userUuid: string, uuid: string): 
 /** Deletes a message; only its sender may (the recipient and anyone else get 404); emits messageDeleted first. */
 export async function deleteMessage(ctx: Context, userUuid: string, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findMessageOfParty(trx, uuid, userUuid);
+    // Locked (PostgreSQL), as a post's delete locks the post: an association committing meanwhile goes too.
+    const row = await repo.findMessageOfParty(trx, uuid, userUuid, ctx.dialect === 'postgres');
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('message');
     await ctx.bus.emit(trx, {
       name: 'messageDeleted',

@@ -22,9 +22,14 @@ export async function insertPost(db: Db, row: NewPostRow): Promise<string> {
   return stored.language;
 }
 
-/** A post row by uuid, whoever may see it. */
-export async function findPostByUuid(db: Db, uuid: string) {
-  return db.selectFrom('posts').selectAll().where('uuid', '=', uuid).executeTakeFirst();
+/** A post row by uuid, whoever may see it; `forUpdate` locks it until the transaction ends (PostgreSQL only). */
+export async function findPostByUuid(db: Db, uuid: string, forUpdate = false) {
+  return db
+    .selectFrom('posts')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .$if(forUpdate, (q) => q.forUpdate())
+    .executeTakeFirst();
 }
 
 /** A post row by uuid if `viewer` (null for a guest) may see it. */

@@ -106,7 +106,9 @@ export async function deletePostInTrx(ctx: Context, trx: Db, row: Selectable<Pos
 /** Deletes a post and its comments (the owner check ran before). */
 export async function deletePost(ctx: Context, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findPostByUuid(trx, uuid);
+    // Locked (PostgreSQL): a comment or reaction committing meanwhile is waited for and removed with its karma, and
+    // one sent after finds no post; read unlocked, they were cascaded away without their events.
+    const row = await repo.findPostByUuid(trx, uuid, ctx.dialect === 'postgres');
     if (!row) throw objectNotFound('post');
     await deletePostInTrx(ctx, trx, row);
   });

@@ -141,8 +141,20 @@ export async function associationOwner(ctx: Context, uuid: string): Promise<stri
   return (await findAssociationByUuid(ctx.db, uuid.toLowerCase()))?.user_uuid;
 }
 
-async function visibleTarget(trx: Db, kind: AssociationTargetType, uuid: string, viewer: string) {
-  const target = await findTarget(trx, kind as TargetKind, uuid.toLowerCase(), viewer);
+async function visibleTarget(
+  ctx: Context,
+  trx: Db,
+  kind: AssociationTargetType,
+  uuid: string,
+  viewer: string,
+) {
+  const target = await findTarget(
+    trx,
+    kind as TargetKind,
+    uuid.toLowerCase(),
+    viewer,
+    ctx.dialect === 'postgres',
+  );
   if (!target) throw objectNotFound(kind === 'messages' ? 'message' : kind);
   return target;
 }
@@ -205,7 +217,7 @@ export async function createAssociation(
 ): Promise<ApiTagAssociation> {
   return ctx.db.transaction().execute(async (trx) => {
     const tag = await visibleTag(trx, input.tag_uuid, caller);
-    const target = await visibleTarget(trx, input.target_type, input.target_uuid, caller);
+    const target = await visibleTarget(ctx, trx, input.target_type, input.target_uuid, caller);
     const existing = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
     if (existing) throw duplicate(existing);
     const now = nowIso();
@@ -341,7 +353,7 @@ async function applyAssociationUpdate(
   let language = row.language;
   const targetType = input.target_type ?? (row.target_type as AssociationTargetType);
   if (input.target_uuid !== undefined || input.target_type !== undefined) {
-    const target = await visibleTarget(trx, targetType, input.target_uuid ?? row.target_uuid, caller);
+    const target = await visibleTarget(ctx, trx, targetType, input.target_uuid ?? row.target_uuid, caller);
     targetUuid = target.uuid;
     language = target.language;
   }
@@ -382,7 +394,7 @@ export async function react(
   emotion: string,
 ): Promise<{ association: ApiTagAssociation; created: boolean }> {
   return ctx.db.transaction().execute(async (trx) => {
-    const target = await findTarget(trx, kind, targetUuid.toLowerCase(), caller);
+    const target = await findTarget(trx, kind, targetUuid.toLowerCase(), caller, ctx.dialect === 'postgres');
     if (!target) throw objectNotFound(kind);
     const tag = await ensureEmotionTag(trx, emotion);
     const existing = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);

@@ -28,13 +28,16 @@ export interface TargetRow {
 /**
  * Finds an item by kind and uuid. With `viewer` given (null for a guest), only an item the viewer may see is
  * returned: posts, comments (through their post) and media by the visibility rule, messages by sender and
- * recipient, connections by either side; users and networks are public.
+ * recipient, connections by either side; users and networks are public. `lock` (PostgreSQL only) holds the item's
+ * row (and a comment's post) key-shared until the transaction ends, so a delete that locks it first is waited for
+ * and one that comes later waits for this write: a reaction or association never outlives its item unseen.
  */
 export async function findTarget(
   db: Db,
   kind: TargetKind,
   uuid: string,
   viewer?: string | null,
+  lock = false,
 ): Promise<TargetRow | undefined> {
   const check = viewer !== undefined;
   switch (kind) {
@@ -44,6 +47,7 @@ export async function findTarget(
         .select(['uuid', 'user_uuid', 'language'])
         .where('uuid', '=', uuid)
         .$if(check, (q) => q.where(visibleTo(viewer ?? null, 'posts.user_uuid', 'posts.visibility')))
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'comment':
       return db
@@ -52,6 +56,7 @@ export async function findTarget(
         .select(['comments.uuid', 'comments.user_uuid', 'comments.language'])
         .where('comments.uuid', '=', uuid)
         .$if(check, (q) => q.where(visibleTo(viewer ?? null, 'posts.user_uuid', 'posts.visibility')))
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'media':
       return db
@@ -59,6 +64,7 @@ export async function findTarget(
         .select(['uuid', 'user_uuid', 'language'])
         .where('uuid', '=', uuid)
         .$if(check, (q) => q.where(visibleTo(viewer ?? null, 'media.user_uuid', 'media.visibility')))
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'messages':
       return db
@@ -70,6 +76,7 @@ export async function findTarget(
             eb.or([eb('user_uuid', '=', viewer ?? ''), eb('recipient_uuid', '=', viewer ?? '')]),
           ),
         )
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'connection':
       return db
@@ -81,18 +88,21 @@ export async function findTarget(
             eb.or([eb('user_uuid', '=', viewer ?? ''), eb('target_user_uuid', '=', viewer ?? '')]),
           ),
         )
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'network':
       return db
         .selectFrom('networks')
         .select(['uuid', 'user_uuid', sql<null>`null`.as('language')])
         .where('uuid', '=', uuid)
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'user':
       return db
         .selectFrom('users')
         .select(['uuid', 'uuid as user_uuid', 'language'])
         .where('uuid', '=', uuid)
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
   }
 }

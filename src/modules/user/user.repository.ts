@@ -37,9 +37,14 @@ export async function findTakenKeys(db: Db, usernameKey: string, emailKey: strin
     .execute();
 }
 
-/** The uuid of a user, if it exists (owner checks). */
-export async function findUserUuid(db: Db, uuid: string): Promise<string | undefined> {
-  const row = await db.selectFrom('users').select('uuid').where('uuid', '=', uuid).executeTakeFirst();
+/** The uuid of a user, if it exists (owner checks); `forUpdate` locks it until the transaction ends (PostgreSQL only). */
+export async function findUserUuid(db: Db, uuid: string, forUpdate = false): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .select('uuid')
+    .where('uuid', '=', uuid)
+    .$if(forUpdate, (q) => q.forUpdate())
+    .executeTakeFirst();
   return row?.uuid;
 }
 

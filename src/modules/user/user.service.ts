@@ -153,7 +153,9 @@ export async function updateUser(
  */
 export async function deleteUser(ctx: Context, uuid: string): Promise<void> {
   const deleted = await ctx.db.transaction().execute(async (trx) => {
-    if (!(await repo.findUserUuid(trx, uuid))) return false;
+    // Locked (PostgreSQL): writes in flight on the user (a karma grant, a token refresh) finish first and their
+    // results go with the account; later ones find no user.
+    if (!(await repo.findUserUuid(trx, uuid, ctx.dialect === 'postgres'))) return false;
     await ctx.bus.emit(trx, { name: 'userDeleted', actorUuid: uuid, targetUuid: uuid, targetType: 'user' });
     await revokeAllUserTokens(trx, uuid);
     return repo.deleteUser(trx, uuid);
