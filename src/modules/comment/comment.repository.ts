@@ -39,12 +39,24 @@ export async function deleteCommentRow(db: Db, uuid: string): Promise<void> {
   await db.deleteFrom('comments').where('uuid', '=', uuid).execute();
 }
 
-/** Comments under a post. */
-export async function findCommentsOfPost(db: Db, postUuid: string) {
-  return db.selectFrom('comments').selectAll().where('post_uuid', '=', postUuid).orderBy('uuid').execute();
+/** Comments under a post; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
+export async function findCommentsOfPost(db: Db, postUuid: string, forUpdate = false) {
+  return db
+    .selectFrom('comments')
+    .selectAll()
+    .where('post_uuid', '=', postUuid)
+    .orderBy('uuid')
+    .$if(forUpdate, (q) => q.forUpdate())
+    .execute();
 }
 
-/** Comments a user wrote. */
-export async function findCommentsOfUser(db: Db, userUuid: string) {
-  return db.selectFrom('comments').selectAll().where('user_uuid', '=', userUuid).orderBy('uuid').execute();
+/** Comments a user wrote; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
+export async function findCommentsOfUser(db: Db, userUuid: string, forUpdate = false) {
+  return db
+    .selectFrom('comments')
+    .selectAll()
+    .where('user_uuid', '=', userUuid)
+    .orderBy('uuid')
+    .$if(forUpdate, (q) => q.forUpdate())
+    .execute();
 }

@@ -103,7 +103,9 @@ export async function deleteCommentInTrx(
 
 /** Deletes every comment under a post, each with its event (the post is about to go). */
 export async function deleteCommentsOfPost(ctx: Context, trx: Db, postUuid: string): Promise<void> {
-  for (const row of await repo.findCommentsOfPost(trx, postUuid)) await deleteCommentInTrx(ctx, trx, row);
+  // Locked (PostgreSQL): an edit re-syncing a comment's hashtags meanwhile is waited for, and its tags go too.
+  for (const row of await repo.findCommentsOfPost(trx, postUuid, ctx.dialect === 'postgres'))
+    await deleteCommentInTrx(ctx, trx, row);
 }
 
 /** Deletes a comment (the owner check ran before). */
@@ -119,7 +121,7 @@ export async function deleteComment(ctx: Context, uuid: string): Promise<void> {
 /** Subscribes the comment module: a deleted user's comments go with them. */
 export function subscribeComments(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
-    for (const row of await repo.findCommentsOfUser(trx, event.targetUuid))
+    for (const row of await repo.findCommentsOfUser(trx, event.targetUuid, ctx.dialect === 'postgres'))
       await deleteCommentInTrx(ctx, trx, row);
   });
 }

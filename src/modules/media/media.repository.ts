@@ -33,9 +33,15 @@ export async function deleteMediaRow(db: Db, uuid: string): Promise<void> {
   await db.deleteFrom('media').where('uuid', '=', uuid).execute();
 }
 
-/** Media a user uploaded. */
-export async function findMediaOfUser(db: Db, userUuid: string) {
-  return db.selectFrom('media').selectAll().where('user_uuid', '=', userUuid).orderBy('uuid').execute();
+/** Media a user uploaded; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
+export async function findMediaOfUser(db: Db, userUuid: string, forUpdate = false) {
+  return db
+    .selectFrom('media')
+    .selectAll()
+    .where('user_uuid', '=', userUuid)
+    .orderBy('uuid')
+    .$if(forUpdate, (q) => q.forUpdate())
+    .execute();
 }
 
 /** Which of these media uuids still have a row. */

@@ -271,7 +271,7 @@ function removeFilesAfterCommit(ctx: Context, rows: { uuid: string; storage_key:
 /** Subscribes the media module: a deleted user's media go with them (rows now, files after the commit). */
 export function subscribeMedia(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
-    const rows = await repo.findMediaOfUser(trx, event.targetUuid);
+    const rows = await repo.findMediaOfUser(trx, event.targetUuid, ctx.dialect === 'postgres');
     for (const row of rows) await deleteMediaInTrx(ctx, trx, row);
     if (rows.length > 0) removeFilesAfterCommit(ctx, rows);
   });

@@ -53,7 +53,13 @@ export async function deletePostRow(db: Db, uuid: string): Promise<void> {
   await db.deleteFrom('posts').where('uuid', '=', uuid).execute();
 }
 
-/** Posts a user wrote. */
-export async function findPostsOfUser(db: Db, userUuid: string) {
-  return db.selectFrom('posts').selectAll().where('user_uuid', '=', userUuid).orderBy('uuid').execute();
+/** Posts a user wrote; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
+export async function findPostsOfUser(db: Db, userUuid: string, forUpdate = false) {
+  return db
+    .selectFrom('posts')
+    .selectAll()
+    .where('user_uuid', '=', userUuid)
+    .orderBy('uuid')
+    .$if(forUpdate, (q) => q.forUpdate())
+    .execute();
 }

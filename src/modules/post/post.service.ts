@@ -117,6 +117,8 @@ export async function deletePost(ctx: Context, uuid: string): Promise<void> {
 /** Subscribes the post module: a deleted user's posts go with them, comments included. */
 export function subscribePosts(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
-    for (const row of await repo.findPostsOfUser(trx, event.targetUuid)) await deletePostInTrx(ctx, trx, row);
+    // Locked (PostgreSQL), as a single post's delete locks it: comments and reactions committing meanwhile go too.
+    for (const row of await repo.findPostsOfUser(trx, event.targetUuid, ctx.dialect === 'postgres'))
+      await deletePostInTrx(ctx, trx, row);
   });
 }
