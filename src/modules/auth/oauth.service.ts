@@ -192,7 +192,9 @@ async function refreshGrant(
     // Two requests racing with the same token: only one marks it used; the other counts as reuse. A revocation
     // committed since the read above leaves it unmarked too.
     if (!(await repo.markTokenUsed(trx, hash, nowIso()))) {
-      return (await repo.findRefreshToken(trx, hash))?.revoked_at ? 'revoked' : 'reused';
+      const now = await repo.findRefreshToken(trx, hash);
+      // Gone (its user was deleted meanwhile) or revoked: refused as such, not as a copied token.
+      return !now || now.revoked_at ? 'revoked' : 'reused';
     }
     return issueTokens(ctx, trx, client.id, userUuid, row.family_id);
   });
