@@ -8,12 +8,12 @@ export async function insertNetwork(db: Db, row: Insertable<NetworkTable>): Prom
 }
 
 /** A network row by uuid, locked in `lock` mode until the transaction ends when given (PostgreSQL only). */
-export async function findNetworkByUuid(db: Db, uuid: string, lock?: 'share' | 'update') {
+export async function findNetworkByUuid(db: Db, uuid: string, lock?: 'key share' | 'update') {
   return db
     .selectFrom('networks')
     .selectAll()
     .where('uuid', '=', uuid)
-    .$if(lock === 'share', (q) => q.forShare())
+    .$if(lock === 'key share', (q) => q.forKeyShare())
     .$if(lock === 'update', (q) => q.forUpdate())
     .executeTakeFirst();
 }

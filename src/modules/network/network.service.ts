@@ -92,11 +92,11 @@ export async function deleteNetworkInTrx(
 
 /**
  * The row lock a transaction takes on the network it decides on, on PostgreSQL (SQLite runs one write transaction at
- * a time): a delete locks it for update and a join shares it, so a join committing during a delete is waited for and
- * its member cleared, and a join after a delete finds no network. Before, the delete cleared the members it saw and
- * joins that committed meanwhile kept a network that no longer exists.
+ * a time): a delete locks it for update and a join key-shares it (a rename is not held up), so a join committing
+ * during a delete is waited for and its member cleared, and a join after a delete finds no network. Before, the
+ * delete cleared the members it saw and joins that committed meanwhile kept a network that no longer exists.
  */
-function networkLock(ctx: Context, mode: 'share' | 'update'): 'share' | 'update' | undefined {
+function networkLock(ctx: Context, mode: 'key share' | 'update'): 'key share' | 'update' | undefined {
   return ctx.dialect === 'postgres' ? mode : undefined;
 }
 
@@ -112,7 +112,7 @@ export async function deleteNetwork(ctx: Context, actorUuid: string, uuid: strin
 /** Makes the caller a member of the network (a user belongs to one network); returns the updated user. */
 export async function joinNetwork(ctx: Context, userUuid: string, uuid: string): Promise<PublicUser> {
   return ctx.db.transaction().execute(async (trx) => {
-    if (!(await repo.findNetworkByUuid(trx, uuid, networkLock(ctx, 'share'))))
+    if (!(await repo.findNetworkByUuid(trx, uuid, networkLock(ctx, 'key share'))))
       throw objectNotFound('network');
     await updateUser(trx, userUuid, { network_uuid: uuid, updated_at: nowIso() });
     const user = await findUserByUuid(trx, userUuid);
