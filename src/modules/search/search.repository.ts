@@ -749,13 +749,16 @@ export async function countMatchesIn(
     return Number(r.rows[0]?.n ?? 0);
   }
   const plain: Match = { terms: match.terms, prefixWords: match.prefixWords };
-  const matched = sql`search_fts match ${matchText(plain, kindFilter(kinds))}
+  const counted = scope ? { ...scope, kinds } : undefined;
+  const matched = sql`search_fts match ${matchText(plain, counted ? ftsKinds(counted) : kindFilter(kinds))}
     and search_fts.rowid > ${rowidValue(range.afterId)} and search_fts.rowid <= ${rowidValue(range.toId)}`;
-  const r = scope
+  // In scope: each match is looked up in the scope index (migration 0018), its row read only where the visibility
+  // alone does not decide, as a walk without text does.
+  const r = counted
     ? await sql<{ n: number | string }>`
         select count(*) as n from (
-          select d.id from search_fts join search_docs d on d.id = search_fts.rowid
-          where ${matched} and ${scopeCondition({ ...scope, kinds })}
+          select d.id from search_fts join search_docs d indexed by search_docs_scope on d.id = search_fts.rowid
+          where ${matched} and ${scopeCondition(counted)}
           order by search_fts.rowid desc limit ${cap}) s`.execute(db)
     : await sql<{ n: number | string }>`
         select count(*) as n from (
