@@ -192,9 +192,9 @@ async function refreshGrant(
     // Two requests racing with the same token: only one marks it used; the other counts as reuse. A revocation
     // committed since the read above leaves it unmarked too.
     if (!(await repo.markTokenUsed(trx, hash, nowIso()))) {
-      const now = await repo.findRefreshToken(trx, hash);
+      const current = await repo.findRefreshToken(trx, hash);
       // Gone (its user was deleted meanwhile) or revoked: refused as such, not as a copied token.
-      return !now || now.revoked_at ? 'revoked' : 'reused';
+      return !current || current.revoked_at ? 'revoked' : 'reused';
     }
     return issueTokens(ctx, trx, client.id, userUuid, row.family_id);
   });
@@ -221,8 +221,7 @@ export async function revokeTokenRequest(
   if (!body.token) throw invalidRequest('token is required: the access or refresh token to revoke.');
   const row = await repo.findTokenByHash(ctx.db, hashToken(body.token));
   if (!row || row.client_id !== client.id) return;
-  const now = nowIso();
   // Revoking a refresh token ends the whole login (its chain and the access tokens issued from it).
   if (row.kind === 'refresh') await revokeLogin(ctx, row.user_uuid, row.family_id);
-  else await repo.revokeToken(ctx.db, row.token_hash, now);
+  else await repo.revokeToken(ctx.db, row.token_hash, nowIso());
 }
