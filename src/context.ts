@@ -27,3 +27,12 @@ export function readCacheScope(ctx: Context, version?: RequestVersion | null): R
     version,
   };
 }
+
+/**
+ * Whether write transactions lock the rows they decide on (`FOR UPDATE`, `FOR KEY SHARE`, ...). PostgreSQL runs them
+ * at once, so two that read one row could both act on what they read (docs/decisions.md, "rows decided on are
+ * locked"); SQLite runs one write transaction at a time and has no such clauses.
+ */
+export function locksRows(ctx: Context): boolean {
+  return ctx.dialect === 'postgres';
+}

@@ -1,4 +1,4 @@
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import { nowIso } from '../../db/time.ts';
 import { ApiError } from '../../http/errors.ts';
 import { findUserByLogin } from '../user/user.repository.ts';
@@ -188,7 +188,7 @@ async function refreshGrant(
   if (row.used_at !== null) throw await reused();
   if (row.expires_at <= nowIso()) throw invalid;
   const issued = await ctx.db.transaction().execute(async (trx) => {
-    if (ctx.dialect === 'postgres') await repo.lockUserForTokens(trx, userUuid, 'refresh');
+    if (locksRows(ctx)) await repo.lockUserForTokens(trx, userUuid, 'refresh');
     // Two requests racing with the same token: only one marks it used; the other counts as reuse. A revocation
     // committed since the read above leaves it unmarked too.
     if (!(await repo.markTokenUsed(trx, hash, nowIso()))) {
@@ -206,7 +206,7 @@ async function refreshGrant(
 /** Revokes every token of one login (a refresh chain and its access tokens), after any refresh of it in flight. */
 async function revokeLogin(ctx: Context, userUuid: string | null, familyId: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const user = ctx.dialect === 'postgres' ? userUuid : null;
+    const user = locksRows(ctx) ? userUuid : null;
     if (user !== null) await repo.lockUserForTokens(trx, user, 'revoke');
     await repo.revokeTokenFamily(trx, familyId, nowIso());
   });

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { objectNotFound } from '../../http/errors.ts';
@@ -104,7 +104,7 @@ export async function deleteCommentInTrx(
 /** Deletes every comment under a post, each with its event (the post is about to go). */
 export async function deleteCommentsOfPost(ctx: Context, trx: Db, postUuid: string): Promise<void> {
   // Locked (PostgreSQL): an edit re-syncing a comment's hashtags meanwhile is waited for, and its tags go too.
-  for (const row of await repo.findCommentsOfPost(trx, postUuid, ctx.dialect === 'postgres'))
+  for (const row of await repo.findCommentsOfPost(trx, postUuid, locksRows(ctx)))
     await deleteCommentInTrx(ctx, trx, row);
 }
 
@@ -112,7 +112,7 @@ export async function deleteCommentsOfPost(ctx: Context, trx: Db, postUuid: stri
 export async function deleteComment(ctx: Context, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     // Locked (PostgreSQL), as a post's delete locks the post: a reaction committing meanwhile goes with its karma.
-    const row = await repo.findCommentByUuid(trx, uuid, ctx.dialect === 'postgres');
+    const row = await repo.findCommentByUuid(trx, uuid, locksRows(ctx));
     if (!row) throw objectNotFound('comment');
     await deleteCommentInTrx(ctx, trx, row);
   });
@@ -121,7 +121,7 @@ export async function deleteComment(ctx: Context, uuid: string): Promise<void> {
 /** Subscribes the comment module: a deleted user's comments go with them. */
 export function subscribeComments(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
-    for (const row of await repo.findCommentsOfUser(trx, event.targetUuid, ctx.dialect === 'postgres'))
+    for (const row of await repo.findCommentsOfUser(trx, event.targetUuid, locksRows(ctx)))
       await deleteCommentInTrx(ctx, trx, row);
   });
 }

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
@@ -63,18 +63,11 @@ export async function requestConnection(
   }
 }
 
-/**
- * Whether a transaction that decides on a connection's row locks it as it reads it. PostgreSQL: two confirms (or
- * deletes) at once both read it pending, and the second's friend rows broke the primary key (a 500); locked, the
- * second waits and reads the first one's outcome. SQLite runs one write transaction at a time.
- */
-function locksRows(ctx: Context): boolean {
-  return ctx.dialect === 'postgres';
-}
-
 /** Confirms a pending request; only its addressee may, anyone else gets 404. Confirming twice changes nothing. */
 export async function confirmConnection(ctx: Context, userUuid: string, uuid: string): Promise<Connection> {
   return ctx.db.transaction().execute(async (trx) => {
+    // Locked (PostgreSQL): a second confirm at once waits and reads the first one's outcome; both read it pending
+    // before, and the second's friend rows broke the primary key (a 500).
     const row = await repo.findConnectionByUuid(trx, uuid, locksRows(ctx));
     if (!row || row.target_user_uuid !== userUuid) throw objectNotFound('connection');
     if (row.status === 'confirmed') return toConnection(row);

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import type { Selectable } from 'kysely';
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
@@ -232,7 +232,7 @@ export async function deleteMediaInTrx(ctx: Context, trx: Db, row: Selectable<Me
 export async function deleteMedia(ctx: Context, uuid: string): Promise<void> {
   const row = await ctx.db.transaction().execute(async (trx) => {
     // Locked (PostgreSQL), as a post's delete locks the post: an association committing meanwhile goes too.
-    const found = await repo.findMediaByUuid(trx, uuid, ctx.dialect === 'postgres');
+    const found = await repo.findMediaByUuid(trx, uuid, locksRows(ctx));
     if (!found) throw objectNotFound('media');
     await deleteMediaInTrx(ctx, trx, found);
     return found;
@@ -271,7 +271,7 @@ function removeFilesAfterCommit(ctx: Context, rows: { uuid: string; storage_key:
 /** Subscribes the media module: a deleted user's media go with them (rows now, files after the commit). */
 export function subscribeMedia(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
-    const rows = await repo.findMediaOfUser(trx, event.targetUuid, ctx.dialect === 'postgres');
+    const rows = await repo.findMediaOfUser(trx, event.targetUuid, locksRows(ctx));
     for (const row of rows) await deleteMediaInTrx(ctx, trx, row);
     if (rows.length > 0) removeFilesAfterCommit(ctx, rows);
   });

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import type { Count } from '../../http/envelope.ts';
 import { invalidField, objectNotFound } from '../../http/errors.ts';
@@ -65,7 +65,7 @@ export async function getMessage(ctx: Context, userUuid: string, uuid: string): 
 export async function deleteMessage(ctx: Context, userUuid: string, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     // Locked (PostgreSQL), as a post's delete locks the post: an association committing meanwhile goes too.
-    const row = await repo.findMessageOfParty(trx, uuid, userUuid, ctx.dialect === 'postgres');
+    const row = await repo.findMessageOfParty(trx, uuid, userUuid, locksRows(ctx));
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('message');
     await ctx.bus.emit(trx, {
       name: 'messageDeleted',

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { objectNotFound } from '../../http/errors.ts';
@@ -97,7 +97,7 @@ export async function deleteNetworkInTrx(
  * delete cleared the members it saw and joins that committed meanwhile kept a network that no longer exists.
  */
 function networkLock(ctx: Context, mode: 'key share' | 'update'): 'key share' | 'update' | undefined {
-  return ctx.dialect === 'postgres' ? mode : undefined;
+  return locksRows(ctx) ? mode : undefined;
 }
 
 /** Deletes a network (the owner check ran before); its members are left without a network. */
@@ -124,7 +124,7 @@ export async function joinNetwork(ctx: Context, userUuid: string, uuid: string):
 /** Subscribes the network module: a deleted user's networks go with them, members cleared. */
 export function subscribeNetworks(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
-    for (const row of await repo.findNetworksOfUser(trx, event.targetUuid, ctx.dialect === 'postgres')) {
+    for (const row of await repo.findNetworksOfUser(trx, event.targetUuid, locksRows(ctx))) {
       await deleteNetworkInTrx(ctx, trx, row, event.targetUuid);
     }
   });

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { objectNotFound } from '../../http/errors.ts';
@@ -108,7 +108,7 @@ export async function deletePost(ctx: Context, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     // Locked (PostgreSQL): a comment or reaction committing meanwhile is waited for and removed with its karma, and
     // one sent after finds no post; read unlocked, they were cascaded away without their events.
-    const row = await repo.findPostByUuid(trx, uuid, ctx.dialect === 'postgres');
+    const row = await repo.findPostByUuid(trx, uuid, locksRows(ctx));
     if (!row) throw objectNotFound('post');
     await deletePostInTrx(ctx, trx, row);
   });
@@ -118,7 +118,7 @@ export async function deletePost(ctx: Context, uuid: string): Promise<void> {
 export function subscribePosts(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => {
     // Locked (PostgreSQL), as a single post's delete locks it: comments and reactions committing meanwhile go too.
-    for (const row of await repo.findPostsOfUser(trx, event.targetUuid, ctx.dialect === 'postgres'))
+    for (const row of await repo.findPostsOfUser(trx, event.targetUuid, locksRows(ctx)))
       await deletePostInTrx(ctx, trx, row);
   });
 }

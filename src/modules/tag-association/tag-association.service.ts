@@ -1,4 +1,4 @@
-import { type Context, readCacheScope } from '../../context.ts';
+import { type Context, locksRows, readCacheScope } from '../../context.ts';
 import type { Db, Dialect } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
@@ -148,13 +148,7 @@ async function visibleTarget(
   uuid: string,
   viewer: string,
 ) {
-  const target = await findTarget(
-    trx,
-    kind as TargetKind,
-    uuid.toLowerCase(),
-    viewer,
-    ctx.dialect === 'postgres',
-  );
+  const target = await findTarget(trx, kind as TargetKind, uuid.toLowerCase(), viewer, locksRows(ctx));
   if (!target) throw objectNotFound(kind === 'messages' ? 'message' : kind);
   return target;
 }
@@ -324,7 +318,7 @@ export async function updateAssociation(
     return await ctx.db.transaction().execute(async (trx) => {
       // PostgreSQL: two updates at once both read the old tag, and each moved its count (a count off by one on each
       // side); locked, the second reads the first's outcome. SQLite runs one write transaction at a time.
-      if (ctx.dialect === 'postgres') await lockAssociation(trx, uuid.toLowerCase());
+      if (locksRows(ctx)) await lockAssociation(trx, uuid.toLowerCase());
       return applyAssociationUpdate(ctx, trx, caller, uuid, input);
     });
   } catch (err) {
@@ -394,7 +388,7 @@ export async function react(
   emotion: string,
 ): Promise<{ association: ApiTagAssociation; created: boolean }> {
   return ctx.db.transaction().execute(async (trx) => {
-    const target = await findTarget(trx, kind, targetUuid.toLowerCase(), caller, ctx.dialect === 'postgres');
+    const target = await findTarget(trx, kind, targetUuid.toLowerCase(), caller, locksRows(ctx));
     if (!target) throw objectNotFound(kind);
     const tag = await ensureEmotionTag(trx, emotion);
     const existing = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);

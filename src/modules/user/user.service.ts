@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { Context } from '../../context.ts';
+import { type Context, locksRows } from '../../context.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
@@ -155,7 +155,7 @@ export async function deleteUser(ctx: Context, uuid: string): Promise<void> {
   const deleted = await ctx.db.transaction().execute(async (trx) => {
     // Locked (PostgreSQL): writes in flight on the user (a karma grant, a token refresh) finish first and their
     // results go with the account; later ones find no user.
-    if (!(await repo.findUserUuid(trx, uuid, ctx.dialect === 'postgres'))) return false;
+    if (!(await repo.findUserUuid(trx, uuid, locksRows(ctx)))) return false;
     await ctx.bus.emit(trx, { name: 'userDeleted', actorUuid: uuid, targetUuid: uuid, targetType: 'user' });
     await revokeAllUserTokens(trx, uuid);
     return repo.deleteUser(trx, uuid);
