@@ -130,16 +130,15 @@ const COLUMNS = [
   'ta.updated_at',
 ] as const;
 
-/** PostgreSQL: locks an association's row until the transaction ends, so its readers decide on its latest state. */
-export async function lockAssociation(db: Db, uuid: string): Promise<void> {
-  await db.selectFrom('tag_associations').select('uuid').where('uuid', '=', uuid).forUpdate().execute();
-}
-
-/** An association by uuid; with `viewer` given (null for a guest) only if its target is visible to them. */
+/**
+ * An association by uuid; with `viewer` given (null for a guest) only if its target is visible to them. `forUpdate`
+ * locks it until the transaction ends (PostgreSQL only).
+ */
 export async function findAssociationByUuid(
   db: Db,
   uuid: string,
   viewer?: string | null,
+  forUpdate = false,
 ): Promise<TagAssociationRow | undefined> {
   return db
     .selectFrom('tag_associations as ta')
@@ -147,6 +146,7 @@ export async function findAssociationByUuid(
     .select(COLUMNS)
     .where('ta.uuid', '=', uuid)
     .$if(viewer !== undefined, (q) => q.where(targetVisibleTo(viewer ?? null)))
+    .$if(forUpdate, (q) => q.forUpdate())
     .executeTakeFirst();
 }
 

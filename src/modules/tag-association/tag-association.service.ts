@@ -31,7 +31,6 @@ import {
   findMentionedUsers,
   insertAssociationsIgnoringConflicts,
   listAssociationRows,
-  lockAssociation,
   setTargetLanguage,
   type TagAssociationRow,
   updateAssociationRow,
@@ -315,12 +314,7 @@ export async function updateAssociation(
     throw invalidField('tag_uuid', 'give at least one of tag_uuid, target_uuid, target_type to update');
   }
   try {
-    return await ctx.db.transaction().execute(async (trx) => {
-      // PostgreSQL: two updates at once both read the old tag, and each moved its count (a count off by one on each
-      // side); locked, the second reads the first's outcome. SQLite runs one write transaction at a time.
-      if (locksRows(ctx)) await lockAssociation(trx, uuid.toLowerCase());
-      return applyAssociationUpdate(ctx, trx, caller, uuid, input);
-    });
+    return await ctx.db.transaction().execute((trx) => applyAssociationUpdate(ctx, trx, caller, uuid, input));
   } catch (err) {
     // Two updates (or a create) reaching one tag, target and user at once: the unique key lets one in (a 500 before).
     if (isUniqueViolation(err)) {
@@ -338,7 +332,9 @@ async function applyAssociationUpdate(
   uuid: string,
   input: { tag_uuid?: string; target_uuid?: string; target_type?: AssociationTargetType },
 ): Promise<ApiTagAssociation> {
-  const row = await findAssociationByUuid(trx, uuid.toLowerCase());
+  // Locked (PostgreSQL): two updates at once both read the old tag, and each moved its count (a count off by one on
+  // each side); locked, the second reads the first's outcome.
+  const row = await findAssociationByUuid(trx, uuid.toLowerCase(), undefined, locksRows(ctx));
   if (!row) throw objectNotFound('tag association');
   const oldTag = await findTagByUuid(trx, row.tag_uuid);
   const newTag = input.tag_uuid !== undefined ? await visibleTag(trx, input.tag_uuid, caller) : oldTag;
