@@ -195,11 +195,10 @@ async function emitReactionDeleted(ctx: Context, trx: Db, row: ReactionRow, emot
   await emitReaction(ctx, trx, 'emotionDeleted', row, emotion, target?.user_uuid ?? null);
 }
 
-function duplicate(existing: TagAssociationRow): ApiError {
-  return new ApiError(
-    'conflict',
-    `That tag is already associated with that target by this user (association ${existing.uuid}).`,
-  );
+/** The 409 of a second association of one tag, target and user, naming the existing one when it is known. */
+function duplicate(existing?: TagAssociationRow): ApiError {
+  const which = existing ? ` (association ${existing.uuid})` : '';
+  return new ApiError('conflict', `That tag is already associated with that target by this user${which}.`);
 }
 
 /** Associates a tag with a target the caller may see, recorded as the caller's (tag-associations.create). */
@@ -317,9 +316,7 @@ export async function updateAssociation(
     return await ctx.db.transaction().execute((trx) => applyAssociationUpdate(ctx, trx, caller, uuid, input));
   } catch (err) {
     // Two updates (or a create) reaching one tag, target and user at once: the unique key lets one in (a 500 before).
-    if (isUniqueViolation(err)) {
-      throw new ApiError('conflict', 'That tag is already associated with that target by this user.');
-    }
+    if (isUniqueViolation(err)) throw duplicate();
     throw err;
   }
 }
