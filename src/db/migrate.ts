@@ -23,6 +23,7 @@ import { connectionCoverMigration } from './migrations/0019-connection-cover.ts'
 import { searchMessagePartyTokensMigration } from './migrations/0020-search-message-party-tokens.ts';
 import { authVersionMigration } from './migrations/0021-auth-version.ts';
 import { tagCountsOneRowAtATimeMigration } from './migrations/0022-tag-counts-one-row-at-a-time.ts';
+import { karmaRuleMigration } from './migrations/0023-karma-rule.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -49,6 +50,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0020-search-message-party-tokens': searchMessagePartyTokensMigration(dialect),
     '0021-auth-version': authVersionMigration(dialect),
     '0022-tag-counts-one-row-at-a-time': tagCountsOneRowAtATimeMigration(dialect),
+    '0023-karma-rule': karmaRuleMigration(dialect),
   };
 }
 

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { checkKarmaTotals } from '../../src/modules/karma/karma.service.ts';
-import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { KarmaDriver, ledger, ledgerSum, storedKarma } from './support.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'karma-rules-'));
@@ -284,6 +284,37 @@ for (const dialect of testDialects()) {
         });
       assert.equal((await update(5)).statusCode, 400);
       assert.equal((await update(4)).statusCode, 200);
+    });
+
+    it('renaming a paying record frees no place under the cap: the next post past it still earns 0', async () => {
+      const u = await t.createUser();
+      const other = await t.createUser();
+      const network = await d.createNetwork(other);
+      for (let i = 0; i < 3; i++) await d.createPost(u, `capped ${i}`);
+      assert.equal(await storedKarma(t, u.uuid), 12);
+      const paying = (await ledger(t, u.uuid)).filter((r) => Number(r.points) > 0);
+      // Kept an `add` at its value (or lowered to what the new event allows), under the compensation's name or
+      // another rule's: without the rule it was written by, each took its record out of the day's count.
+      const renames = [
+        { event: 'postDeleted', target_uuid: paying[0]?.target_uuid, target_type: 'post', points: 4 },
+        { event: 'networkCreated', target_uuid: network, target_type: 'network', points: 4 },
+        { event: 'commentDeleted', target_uuid: paying[2]?.target_uuid, target_type: 'post', points: 1 },
+      ];
+      for (const [i, rename] of renames.entries()) {
+        const res = await t.inject({
+          method: 'POST',
+          url: `/karma/${paying[i]?.uuid}/update`,
+          token: u.token,
+          payload: { ...rename, karma_type: 'add' },
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        assert.equal(body(res).data.event, rename.event);
+      }
+      await d.createPost(u, 'past the cap');
+      const rows = await ledger(t, u.uuid);
+      assert.equal(Number(rows.at(-1)?.points), 0, 'the fourth post of the day earns nothing');
+      assert.equal(await storedKarma(t, u.uuid), 9);
+      assert.deepEqual((await checkKarmaTotals(t.ctx.db)).mismatches, []);
     });
   });
 }

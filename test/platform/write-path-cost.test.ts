@@ -84,6 +84,7 @@ for (const dialect of testDialects()) {
         uuid: uuidv7(),
         user_uuid: author.uuid,
         event,
+        rule: event,
         target_uuid: uuidv7(),
         target_type: 'post',
         karma_type: 'add',

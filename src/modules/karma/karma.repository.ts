@@ -42,23 +42,23 @@ export async function addToUserKarma(db: Db, userUuid: string, delta: number): P
 }
 
 /**
- * The query counting how many of the user's `add` records under `event` since `since` still net points (a source
- * granted and then taken back no longer counts), counted only up to `cap`: the caller needs to know whether the cap
+ * The query counting how many of the user's `add` records written by `rule` since `since` still net points (a source
+ * granted and then taken back no longer counts; the record's `event`, which its owner may edit, does not decide), counted only up to `cap`: the caller needs to know whether the cap
  * is reached. Its cost does not grow with the 0-point records a busy author writes past the cap: both engines read
- * the partial index of the records that earned points (karma_netting_adds, migrations 0008 and 0010), at most the
+ * the partial index of the records that earned points (karma_netting_adds, migrations 0008, 0010 and 0023), at most the
  * cap (plus those taken back) per user, rule and day. Whether a source still nets points is summed only for the
  * sources the user has a `subtract` record of since `since` (a compensation follows its grant, so one of today's
  * grants is taken back today or not at all): that list comes from the small partial index of subtract records
  * (karma_subtracts, migration 0010) once per query, instead of one probe of the source per counted record.
  * Unexecuted (tests explain its plan; readGrantState embeds it).
  */
-export function nettingAddRecordsCount(db: Db, userUuid: string, event: string, since: string, cap: number) {
+export function nettingAddRecordsCount(db: Db, userUuid: string, rule: string, since: string, cap: number) {
   const netting = db
     .selectFrom('karma as k')
     .select(sql<string>`coalesce(k.source_uuid, k.uuid)`.as('source'))
     .distinct()
     .where('k.user_uuid', '=', userUuid)
-    .where('k.event', '=', event)
+    .where('k.rule', '=', rule)
     // Constants, not bound values: the partial index's condition must appear literally (SQLite matches the terms;
     // PostgreSQL's planner must be able to prove it whatever the parameters).
     .where(sql<boolean>`k.karma_type = 'add' and k.points > 0`)
@@ -92,11 +92,11 @@ export async function readGrantState(
   db: Db,
   userUuid: string,
   sourceUuid: string,
-  event: string,
+  rule: string,
   since: string,
   cap: number | null,
 ): Promise<GrantState> {
-  const today = cap === null ? sql`0` : sql`(${nettingAddRecordsCount(db, userUuid, event, since, cap)})`;
+  const today = cap === null ? sql`0` : sql`(${nettingAddRecordsCount(db, userUuid, rule, since, cap)})`;
   const r = await sql<{ found: number | null; net: number | string; today: number | string }>`select
     (select 1 from users where uuid = ${userUuid}) as found,
     (select coalesce(sum(${SIGNED}), 0) from karma where user_uuid = ${userUuid} and source_uuid = ${sourceUuid}) as net,

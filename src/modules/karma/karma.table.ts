@@ -3,6 +3,8 @@ export interface KarmaTable {
   uuid: string;
   user_uuid: string;
   event: string;
+  /** The rule that wrote the record (never shown; the daily cap counts by it, and an edit of `event` leaves it). */
+  rule: string;
   target_uuid: string;
   target_type: string;
   karma_type: string;
