@@ -95,4 +95,38 @@ for (const dialect of testDialects()) {
       assert.equal(none.statusCode, 401);
     });
   });
+  describe(`typo candidates of a hashtag search [${dialect.name}]`, () => {
+    let t: TestApp;
+    let carol: TestUser;
+    let dave: TestUser;
+    const found = async (token: string) =>
+      (await call(t, 'GET', '/search/hashtags?query=zqxvictimword', token)).map(
+        (i: { name: string }) => i.name,
+      );
+
+    before(async () => {
+      t = await startTestApp(dialect);
+      carol = await t.createUser('carol');
+      dave = await t.createUser('dave');
+      // A sentinel one edit from the query (8 of its trigrams), then 999 decoys that share 9 of its trigrams but are
+      // too far to be typos: the sentinel is the last of the 1,000 candidates the search looks at.
+      await call(t, 'POST', '/posts', carol.token, { body: 'sentinel #zqxvictimwxrd' });
+      const decoys = Array.from({ length: 999 }, (_, i) => `#zqxvicti_mword_${String(i).padStart(3, '0')}`);
+      for (let i = 0; i < decoys.length; i += 50) {
+        await call(t, 'POST', '/posts', carol.token, { body: `decoys ${decoys.slice(i, i + 50).join(' ')}` });
+      }
+    });
+    after(async () => t?.close());
+
+    it('a hashtag only in a private post takes no candidate place from the tags a stranger may see', async () => {
+      assert.deepEqual(await found(carol.token), ['zqxvictimwxrd']);
+      // The exact name, used by a stranger in a private post: it would rank first among the candidates.
+      await call(t, 'POST', '/posts', dave.token, {
+        body: 'my secret #zqxvictimword',
+        visibility: 'private',
+      });
+      for (const token of [carol.token, t.guest]) assert.deepEqual(await found(token), ['zqxvictimwxrd']);
+      assert.deepEqual(await found(dave.token), ['zqxvictimword']);
+    });
+  });
 }

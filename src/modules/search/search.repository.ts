@@ -959,15 +959,23 @@ export async function findMatchesOrdered(
   return r.rows.map(toCandidate);
 }
 
-/** Names (users, networks, hashtags) sharing a trigram with the query: the candidates of typo tolerance. */
+/**
+ * Names (users, networks, hashtags) sharing a trigram with the query: the candidates of typo tolerance. Hashtags only
+ * if `viewer` (null for a guest) may see them, tested before the limit: a hashtag used only in private posts must not
+ * take a place among the `limit` candidates, or the visible names it pushed out would tell that it exists.
+ */
 export async function findNameCandidates(
   db: Db,
   dialect: Dialect,
   kinds: readonly string[],
   grams: string[],
   limit: number,
+  viewer: string | null,
 ): Promise<{ kind: string; uuid: string; name: string }[]> {
   if (grams.length === 0 || kinds.length === 0) return [];
+  const visible = kinds.includes('hashtag')
+    ? sql`and (n.kind <> 'hashtag' or exists (select 1 from tags t where t.uuid = n.uuid and ${tagVisibleTo(viewer, 't')}))`
+    : sql``;
   // The names sharing the most trigrams with the query come first (then the newest), alike on both engines.
   if (dialect === 'postgres') {
     const likes = grams.map((g) => sql`n.name_fold like ${`%${g}%`}`);
@@ -977,7 +985,7 @@ export async function findNameCandidates(
     );
     const r = await sql<{ kind: string; uuid: string; name: string }>`
       select n.kind, n.uuid, n.name from search_names n
-      where n.kind in (${sql.join([...kinds])}) and (${sql.join(likes, sql` or `)})
+      where n.kind in (${sql.join([...kinds])}) and (${sql.join(likes, sql` or `)}) ${visible}
       order by ${shared} desc, n.id desc limit ${limit}`.execute(db);
     return r.rows;
   }
@@ -989,7 +997,7 @@ export async function findNameCandidates(
     select n.kind, n.uuid, n.name
     from (select id, count(*) as shared from (${sql.join(perGram, sql` union all `)}) g group by id) m
     join search_names n on n.id = m.id
-    where n.kind in (${sql.join([...kinds])})
+    where n.kind in (${sql.join([...kinds])}) ${visible}
     order by m.shared desc, n.id desc limit ${limit}`.execute(db);
   return r.rows;
 }
@@ -1065,21 +1073,6 @@ export async function findHashtagsByPrefix(
       and ${tagVisibleTo(viewer, 't')}
     order by ${orderBy} limit ${limit} offset ${offset}`.execute(db);
   return r.rows.map((row) => row.uuid);
-}
-
-/** Which of these hashtag uuids are visible to `viewer` (tagVisibleTo): the privacy condition on typo candidates. */
-export async function findVisibleHashtags(
-  db: Db,
-  uuids: string[],
-  viewer: string | null,
-): Promise<Set<string>> {
-  if (uuids.length === 0) return new Set();
-  const r = await sql<{ uuid: string }>`
-    select t.uuid from tags t
-    where t.uuid in (${sql.join(uuids)}) and t.tag_type = 'hashtag' and ${tagVisibleTo(viewer, 't')}`.execute(
-    db,
-  );
-  return new Set(r.rows.map((row) => row.uuid));
 }
 
 /** Rows of one kind's base table by uuid. */

@@ -145,8 +145,13 @@ async function withTypos<T>(
   return [...head, ...typos].slice(window.offset, window.offset + window.limit);
 }
 
-/** Names within the allowed edits of the query, best first: uuid to distance. */
-async function typoMatches(ctx: Context, terms: string[], kinds: string[]): Promise<Map<string, number>> {
+/** Names within the allowed edits of the query, best first: uuid to distance; hashtags only those `viewer` may see. */
+async function typoMatches(
+  ctx: Context,
+  terms: string[],
+  kinds: string[],
+  viewer: string | null,
+): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (
     kinds.length === 0 ||
@@ -161,6 +166,7 @@ async function typoMatches(ctx: Context, terms: string[], kinds: string[]): Prom
     kinds,
     candidateTrigrams(terms),
     TYPO_CANDIDATES,
+    viewer,
   );
   for (const c of candidates) {
     const d = typoDistance(terms, c.name);
@@ -174,7 +180,7 @@ async function typoMatches(ctx: Context, terms: string[], kinds: string[]): Prom
 /** Documents in scope matching the query with typos (users and networks only), nearest first. */
 async function docTypos(ctx: Context, terms: string[], scope: Scope, exact: DocRef[]): Promise<DocRef[]> {
   const kinds = scope.kinds.filter((k) => k === 'user' || k === 'network');
-  const distances = await typoMatches(ctx, terms, kinds);
+  const distances = await typoMatches(ctx, terms, kinds, scope.viewer);
   const known = new Set(exact.map((r) => r.uuid));
   const uuids = [...distances.entries()]
     .filter(([u]) => !known.has(u))
@@ -531,15 +537,11 @@ async function hashtagUuids(
     () => fetch(0, TYPO_WHEN_FEWER_THAN),
     async (exact) => {
       const terms = key.match(/[\p{L}\p{N}]+/gu) ?? [];
-      const distances = await typoMatches(ctx, terms, ['hashtag']);
+      // Visible to the viewer already: the candidates were chosen among the hashtags they may see.
+      const distances = await typoMatches(ctx, terms, ['hashtag'], viewer);
       const known = new Set(exact);
-      const visible = await repo.findVisibleHashtags(
-        ctx.readDb,
-        [...distances.keys()].filter((u) => !known.has(u)),
-        viewer,
-      );
       return [...distances.entries()]
-        .filter(([u]) => visible.has(u))
+        .filter(([u]) => !known.has(u))
         .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
         .slice(0, TYPO_MAX)
         .map(([u]) => u);
