@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isForeignKeyViolation } from '../db/errors.ts';
 import { nowSeconds } from './envelope.ts';
 import { ApiError, type ErrorDetail } from './errors.ts';
-import { VISIBLE_TEXT } from './schemas.ts';
+import { NAME_TEXT, VISIBLE_TEXT } from './schemas.ts';
 
 interface AjvError {
   instancePath: string;
@@ -141,6 +141,9 @@ function messageOf(e: AjvError, context: string | undefined, schema: SchemaNode 
       return `must be at most ${e.params.limit}${hint}`;
     case 'pattern':
       if (e.params.pattern === VISIBLE_TEXT) return 'must contain a visible character, not only spaces';
+      if (e.params.pattern === NAME_TEXT) {
+        return 'must contain a visible character, and no control character (line break, tab), direction override or embedding, zero-width space or word joiner';
+      }
       return described
         ? `has characters that are not allowed here: ${described}`
         : `must match the pattern ${e.params.pattern}`;
@@ -161,9 +164,15 @@ export function validationDetails(
   const prefix = CONTEXT_PREFIX[context ?? ''] ?? '';
   const seen = new Set<string>();
   const out: ErrorDetail[] = [];
+  // A nullable field's value failed both branches: what the value itself broke says more than "must be null".
+  const nullOnly = (e: AjvError) => e.keyword === 'type' && e.params.type === 'null';
+  const brokeMore = new Set(
+    errors.filter((e) => !nullOnly(e) && e.keyword !== 'anyOf').map((e) => e.instancePath),
+  );
   for (const e of errors) {
     // anyOf/oneOf wrappers repeat what their branches said.
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    if (nullOnly(e) && brokeMore.has(e.instancePath)) continue;
     const detail = {
       field: prefix + fieldOf(e, context),
       message: messageOf(e, context, schema as SchemaNode | undefined),

@@ -27,3 +27,18 @@ export const VISIBLE_TEXT =
 export function visibleTextSchema(max: number, description: string) {
   return Type.String({ minLength: 1, maxLength: max, pattern: VISIBLE_TEXT, description });
 }
+
+/**
+ * Pattern of a name shown to others (a display name, a network's name): a visible character (VISIBLE_TEXT), and none
+ * of the characters that make it show other than it reads: control characters (line breaks, tabs; NUL is refused
+ * everywhere before, with its own message), the direction
+ * embeddings, overrides and isolates (`\u202Eecila` shows as "alice" but is found by no search for it), and the
+ * invisible zero-width space, word joiner and byte-order mark that split a word a filter would catch. Joiners and
+ * direction marks stay: scripts and emoji need them.
+ */
+export const NAME_TEXT = `^(?=[\\s\\S]*${VISIBLE_TEXT})[^\\u0001-\\u001F\\u007F-\\u009F\\u200B\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\uFEFF]*$`;
+
+/** A name of 1 to `max` characters shown to others (NAME_TEXT). */
+export function nameTextSchema(max: number, description: string) {
+  return Type.String({ minLength: 1, maxLength: max, pattern: NAME_TEXT, description });
+}

@@ -166,6 +166,49 @@ for (const dialect of testDialects()) {
       assert.equal(body(named).data.display_name, ' Alice ');
     });
 
+    it('refuses names that show other than they read (direction overrides, zero-width spaces, line breaks)', async () => {
+      const networks = await count('networks');
+      const spoofs = [
+        '\u202Eecila',
+        'ali\u2066ce\u2069',
+        'ad\u200Bmin',
+        'a\u2060lice',
+        'alice\nadmin',
+        '\uFEFFalice',
+      ];
+      for (const name of spoofs) {
+        const res = await t.inject({
+          method: 'POST',
+          url: `/users/${bob.uuid}/update`,
+          token: bob.token,
+          payload: { display_name: name },
+        });
+        assert.equal(res.statusCode, 400, `${JSON.stringify(name)}: ${res.body}`);
+        assert.equal(body(res).error.details[0].field, 'display_name');
+        assert.match(body(res).error.details[0].message, /direction override/);
+        const net = await t.inject({ method: 'POST', url: '/networks', token: bob.token, payload: { name } });
+        assert.equal(net.statusCode, 400, `${JSON.stringify(name)}: ${net.body}`);
+      }
+      const shown = await t.inject({ method: 'GET', url: `/users/${bob.uuid}`, token: bob.token });
+      assert.ok(!spoofs.includes(body(shown).data.display_name));
+      assert.equal(await count('networks'), networks);
+      // Joiners and direction marks are parts of scripts and emoji: a Persian name, an emoji family, Hebrew.
+      for (const name of [
+        '\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645',
+        '\u{1F468}\u200D\u{1F469}\u200D\u{1F467}',
+        '\u05E9\u05E8\u05D4\u200F',
+      ]) {
+        const res = await t.inject({
+          method: 'POST',
+          url: `/users/${bob.uuid}/update`,
+          token: bob.token,
+          payload: { display_name: name },
+        });
+        assert.equal(res.statusCode, 200, `${JSON.stringify(name)}: ${res.body}`);
+        assert.equal(body(res).data.display_name, name);
+      }
+    });
+
     it('refuses a lone surrogate with 400', async () => {
       const res = await t.inject({
         method: 'POST',

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { UuidSchema, uuidSchema, visibleTextSchema } from '../../http/schemas.ts';
+import { nameTextSchema, UuidSchema, uuidSchema } from '../../http/schemas.ts';
 
 /** Largest payment_id: the largest integer both engines and JSON carry exactly (2^53 - 1). */
 export const MAX_PAYMENT_ID = Number.MAX_SAFE_INTEGER;
@@ -28,7 +28,10 @@ export const NetworkParams = Type.Object(
   { additionalProperties: false },
 );
 
-const Name = visibleTextSchema(100, 'Name, 1 to 100 characters, not only spaces.');
+const Name = nameTextSchema(
+  100,
+  'Name, 1 to 100 characters, not only spaces; no control characters, direction overrides or zero-width spaces.',
+);
 const Description = Type.String({ maxLength: 2000, description: 'Description, up to 2000 characters.' });
 
 /** Body of POST /networks. */

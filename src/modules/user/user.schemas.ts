@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { uuidSchema, visibleTextSchema } from '../../http/schemas.ts';
+import { nameTextSchema, uuidSchema } from '../../http/schemas.ts';
 import { languageSchema } from './languages.ts';
 
 const UserUuid = uuidSchema('UUID of the user');
@@ -59,9 +59,9 @@ const Password = Type.String({
   maxLength: USER_LIMITS.passwordMax,
   description: '8 to 256 characters, used in full (never truncated)',
 });
-const DisplayName = visibleTextSchema(
+const DisplayName = nameTextSchema(
   USER_LIMITS.displayNameMax,
-  'Name shown instead of the username: 1 to 100 characters, at least one of them visible',
+  'Name shown instead of the username: 1 to 100 characters, at least one of them visible; no control characters, direction overrides or zero-width spaces',
 );
 const Bio = Type.String({ maxLength: USER_LIMITS.bioMax });
 
