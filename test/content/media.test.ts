@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -128,6 +128,8 @@ for (const dialect of testDialects()) {
       assert.equal(m.language, 'en');
       assert.equal(filesOnDisk().length, 1);
       assert.ok(!filesOnDisk()[0]?.includes('tmp'), 'the temporary name was renamed');
+      const mode = statSync(join(mediaDir, filesOnDisk()[0] as string)).mode & 0o777;
+      assert.equal(mode, 0o600, `the file is readable by the service's account only, not ${mode.toString(8)}`);
 
       for (const [token, status] of [
         [t.guest, 404],

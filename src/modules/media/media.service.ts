@@ -66,10 +66,11 @@ export async function receiveUpload(
   ctx: Context,
   stream: Readable & { truncated?: boolean },
 ): Promise<ReceivedUpload> {
-  await mkdir(mediaDir(ctx), { recursive: true });
+  // Readable by the service's own account only: private media must not be open to every account on the machine.
+  await mkdir(mediaDir(ctx), { recursive: true, mode: 0o700 });
   const storageKey = randomBytes(16).toString('hex');
   const tempPath = join(mediaDir(ctx), `.upload-${storageKey}.tmp`);
-  const out = createWriteStream(tempPath, { flags: 'wx' });
+  const out = createWriteStream(tempPath, { flags: 'wx', mode: 0o600 });
   let size = 0;
   const head: Buffer[] = [];
   let headLength = 0;
