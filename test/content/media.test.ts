@@ -129,7 +129,11 @@ for (const dialect of testDialects()) {
       assert.equal(filesOnDisk().length, 1);
       assert.ok(!filesOnDisk()[0]?.includes('tmp'), 'the temporary name was renamed');
       const mode = statSync(join(mediaDir, filesOnDisk()[0] as string)).mode & 0o777;
-      assert.equal(mode, 0o600, `the file is readable by the service's account only, not ${mode.toString(8)}`);
+      assert.equal(
+        mode,
+        0o600,
+        `the file is readable by the service's account only, not ${mode.toString(8)}`,
+      );
 
       for (const [token, status] of [
         [t.guest, 404],
