@@ -75,5 +75,29 @@ for (const dialect of testDialects()) {
         assert.equal(gone.statusCode, 404, body(gone).error?.code);
       }
     });
+
+    it('leaves no mention of a user deleted while others mention them', async () => {
+      for (let round = 0; round < 3; round++) {
+        const name = `leaving_${round}_${Date.now() % 100_000}`;
+        const leaving = await t.createUser(name);
+        const answers = await Promise.all([
+          t.inject({ method: 'POST', url: `/users/${leaving.uuid}/delete`, token: leaving.token }),
+          ...others.map((u, i) =>
+            t.inject({
+              method: 'POST',
+              url: '/posts',
+              token: u.token,
+              payload: { body: `${i} hi @${name}` },
+            }),
+          ),
+        ]);
+        assert.equal(answers[0]?.statusCode, 200, answers[0]?.body);
+        for (const a of answers) assert.ok(a.statusCode < 500, a.body);
+        const left = await sql<{ n: number | string }>`
+          select count(*) as n from tag_associations ta join tags tg on tg.uuid = ta.tag_uuid
+          where tg.tag_type = 'mention' and tg.name_key = ${name}`.execute(t.ctx.db);
+        assert.equal(Number(left.rows[0]?.n), 0, `round ${round}: mentions of a deleted user`);
+      }
+    });
   });
 }

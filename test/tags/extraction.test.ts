@@ -73,6 +73,34 @@ for (const dialect of testDialects()) {
       );
     });
 
+    it("a deleted user's mentions go with the account: whoever takes the name next inherits none", async () => {
+      const carol = await t.createUser('Carol_Gone');
+      const post = await createPost(t, alice, 'thanks @carol_gone for the help');
+      const mention = await findTag(t, 'mention', 'carol_gone');
+      assert.equal(mention.associations_count, 1);
+      const del = await t.inject({ method: 'POST', url: `/users/${carol.uuid}/delete`, token: carol.token });
+      assert.equal(del.statusCode, 200, del.body);
+      assert.deepEqual(await associationsOf(t, post), [], "alice's post mentions nobody now");
+      assert.equal(
+        await findTag(t, 'mention', 'carol_gone'),
+        undefined,
+        'a mention tag with no use is not shown',
+      );
+      const read = await t.inject({ method: 'GET', url: `/tags/${mention.uuid}`, token: alice.token });
+      assert.equal(read.statusCode, 404, read.body);
+      // Someone else registers the name: the old post is not theirs to be mentioned in; a new mention is.
+      await t.createUser('carol_gone');
+      const fresh = await createPost(t, bob, 'hello @carol_gone');
+      const again = await findTag(t, 'mention', 'carol_gone');
+      assert.equal(again.associations_count, 1);
+      assert.deepEqual(
+        (await get(t, `/tag-associations?filterby[tag_uuid]=${again.uuid}`)).data.map(
+          (a: { target_uuid: string }) => a.target_uuid,
+        ),
+        [fresh],
+      );
+    });
+
     it('re-syncs on edit and removes associations on delete (posts and comments)', async () => {
       const post = await createPost(t, alice, '#keep #drop @Bob_Y');
       const keep = await findTag(t, 'hashtag', 'keep');

@@ -336,7 +336,8 @@ export async function deleteAssociationsOfPostComments(db: Db, postUuid: string)
 
 /**
  * Deletes what a user's deletion takes away: the associations the user made and those on the user, on their
- * posts (and every comment under them), comments, media, messages and networks.
+ * posts (and every comment under them), comments, media, messages and networks, and the uses of their mention tag
+ * (whose key is their username key) by anyone.
  */
 export async function deleteAssociationsOfUser(db: Db, userUuid: string): Promise<string[]> {
   const u = userUuid;
@@ -351,7 +352,9 @@ export async function deleteAssociationsOfUser(db: Db, userUuid: string): Promis
       or (target_type = 'media' and target_uuid in (select uuid from media where user_uuid = ${u}))
       or (target_type = 'messages' and target_uuid in (select uuid from messages
           where user_uuid = ${u} or recipient_uuid = ${u}))
-      or (target_type = 'network' and target_uuid in (select uuid from networks where user_uuid = ${u}))`,
+      or (target_type = 'network' and target_uuid in (select uuid from networks where user_uuid = ${u}))
+      or tag_uuid in (select t.uuid from tags t join users us on t.name_key = us.username_key
+          where us.uuid = ${u} and t.tag_type = 'mention')`,
     )
     .returning('tag_uuid')
     .execute();
@@ -459,10 +462,10 @@ export interface MentionedUser {
 
 /**
  * The users of some `@names` (compared ignoring case), each with the mention tag whose key is their username key, in
- * one statement: usernames are ASCII letters, digits and `_`, so their tag key (normalizeTagName) is that lower-case
+ * one statement (with `lock`, PostgreSQL only, the users' rows key-share locked until the transaction ends): usernames are ASCII letters, digits and `_`, so their tag key (normalizeTagName) is that lower-case
  * key; the caller checks it and looks the tag up itself where it is not.
  */
-export async function findMentionedUsers(db: Db, names: string[]): Promise<MentionedUser[]> {
+export async function findMentionedUsers(db: Db, names: string[], lock = false): Promise<MentionedUser[]> {
   if (names.length === 0) return [];
   const rows = await db
     .selectFrom('users as u')
@@ -475,6 +478,7 @@ export async function findMentionedUsers(db: Db, names: string[]): Promise<Menti
       'in',
       names.map((n) => n.toLowerCase()),
     )
+    .$if(lock, (q) => q.forKeyShare('u'))
     .execute();
   return rows.map((r) => ({
     username: r.username,

@@ -458,7 +458,7 @@ export async function syncContentTags(
   // A new text without tags has nothing to sync: spare the writer's transaction the queries.
   if (isNew && found.length === 0 && names.length === 0) return;
   const hashtags = await ensureTags(trx, 'hashtag', found);
-  const mentions = await mentionTags(trx, names);
+  const mentions = await mentionTags(trx, dialect, names);
   const wanted = new Set([...hashtags, ...mentions].map((t) => t.uuid));
   const current = isNew ? [] : await findExtractedAssociations(trx, kind, uuid, content.user_uuid);
   const have = new Set(current.map((a) => a.tag_uuid));
@@ -495,10 +495,12 @@ export async function syncContentTags(
  * users and their stored tags come in one statement; only a missing tag (or a key that is not the username key)
  * takes the tag store's own lookup and insert.
  */
-async function mentionTags(trx: Db, names: string[]): Promise<{ uuid: string }[]> {
+async function mentionTags(trx: Db, dialect: Dialect, names: string[]): Promise<{ uuid: string }[]> {
   const out: { uuid: string }[] = [];
   const missing: FoundName[] = [];
-  for (const user of await findMentionedUsers(trx, names)) {
+  // Locked (PostgreSQL) against the deletion of a mentioned user: it removes the mentions of them, so one made
+  // meanwhile must wait for it and then find no user, or commit first and be removed with the rest.
+  for (const user of await findMentionedUsers(trx, names, dialect === 'postgres')) {
     const key = normalizeTagName(user.username);
     if (user.tag && user.tag.name_key === key) out.push(user.tag);
     else missing.push({ name: user.username, key });
@@ -535,7 +537,10 @@ export async function removeTargetTags(
   await adjustTagCounts(trx, dialect, deltas([], removed));
 }
 
-/** Removes the associations a deleted user made and those on everything that goes with the user. */
+/**
+ * Removes the associations a deleted user made, those on everything that goes with the user, and the mentions of
+ * the user in others' content: the name may be registered again, by someone else.
+ */
 export async function removeUserTags(trx: Db, dialect: Dialect, userUuid: string): Promise<void> {
   await adjustTagCounts(trx, dialect, deltas([], await deleteAssociationsOfUser(trx, userUuid)));
 }
