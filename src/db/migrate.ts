@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type Migration, Migrator } from 'kysely/migration';
 import type { Database, Dialect } from './database.ts';
 import { coreMigration } from './migrations/0001-core.ts';
@@ -56,6 +56,20 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
 
 /** Brings the schema up to date (Kysely's migrator locks, so concurrent starts are safe); returns what ran. */
 export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
+  if (dialect !== 'postgres') return runMigrations(db, dialect);
+  // A migration may rewrite a whole table of a grown database (0023 updates every karma record: over 10 s for 2.2
+  // million): the time limit of requests does not apply to it. Its connection gets that limit back afterwards.
+  return db.connection().execute(async (conn) => {
+    await sql`SET statement_timeout = 0`.execute(conn);
+    try {
+      return await runMigrations(conn, dialect);
+    } finally {
+      await sql`RESET statement_timeout`.execute(conn);
+    }
+  });
+}
+
+async function runMigrations(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrationsFor(dialect) },
