@@ -293,6 +293,12 @@ for (const dialect of testDialects()) {
       for (let i = 0; i < 3; i++) await d.createPost(u, `capped ${i}`);
       assert.equal(await storedKarma(t, u.uuid), 12);
       const paying = (await ledger(t, u.uuid)).filter((r) => Number(r.points) > 0);
+      // One as written before migration 0023, with no rule: an edit pins it before renaming its event.
+      await t.ctx.db
+        .updateTable('karma')
+        .set({ rule: null })
+        .where('uuid', '=', paying[1]?.uuid as string)
+        .execute();
       // Kept an `add` at its value (or lowered to what the new event allows), under the compensation's name or
       // another rule's: without the rule it was written by, each took its record out of the day's count.
       const renames = [

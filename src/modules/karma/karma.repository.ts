@@ -58,7 +58,8 @@ export function nettingAddRecordsCount(db: Db, userUuid: string, rule: string, s
     .select(sql<string>`coalesce(k.source_uuid, k.uuid)`.as('source'))
     .distinct()
     .where('k.user_uuid', '=', userUuid)
-    .where('k.rule', '=', rule)
+    // The expression of the partial index's key, as migration 0023 wrote it.
+    .where(sql<string>`coalesce(k.rule, k.event)`, '=', rule)
     // Constants, not bound values: the partial index's condition must appear literally (SQLite matches the terms;
     // PostgreSQL's planner must be able to prove it whatever the parameters).
     .where(sql<boolean>`k.karma_type = 'add' and k.points > 0`)

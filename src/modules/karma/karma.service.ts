@@ -311,6 +311,8 @@ export async function updateKarmaRecord(
     }
     const now = nowIso();
     await updateKarma(trx, uuid, {
+      // A record from before migration 0023 has no rule yet: pinned to the one its event names, before that changes.
+      ...(row.rule === null ? { rule: ruleOfEvent(row.event) ?? row.event } : {}),
       event: input.event,
       target_uuid: target.uuid,
       target_type: input.target_type,

@@ -3,8 +3,11 @@ export interface KarmaTable {
   uuid: string;
   user_uuid: string;
   event: string;
-  /** The rule that wrote the record (never shown; the daily cap counts by it, and an edit of `event` leaves it). */
-  rule: string;
+  /**
+   * The rule that wrote the record (never shown; the daily cap counts by it, and an edit of `event` leaves it). NULL
+   * on records written before migration 0023: their event stands for it until an edit pins it.
+   */
+  rule: string | null;
   target_uuid: string;
   target_type: string;
   karma_type: string;
