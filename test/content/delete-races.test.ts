@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { befriend } from '../search/world.ts';
 import { createPost } from '../tags/support.ts';
 
 // A post deleted while others comment on it and react to it (found by a review): on PostgreSQL the delete read the
@@ -76,10 +77,27 @@ for (const dialect of testDialects()) {
       }
     });
 
-    it('leaves no mention of a user deleted while others mention them', async () => {
+    it('leaves no mention of a user deleted while others mention them, and deadlocks on none', async () => {
+      const deadlocks = async () =>
+        dialect.name === 'postgres'
+          ? Number(
+              (
+                await sql<{ n: number | string }>`select pg_stat_clear_snapshot(), deadlocks as n
+                  from pg_stat_database where datname = current_database()`.execute(t.ctx.db)
+              ).rows[0]?.n,
+            )
+          : 0;
+      // Deadlocks of the test before (broken and retried) are counted a moment after they happen.
+      await new Promise((r) => setTimeout(r, 1_500));
+      const before = await deadlocks();
       for (let round = 0; round < 3; round++) {
         const name = `leaving_${round}_${Date.now() % 100_000}`;
         const leaving = await t.createUser(name);
+        // A friend of theirs mentions them (the deletion compensates the friendship, locking the friend's row, which
+        // the friend's post holds for its grant), and the others comment on a post of theirs (the deletion locks it,
+        // and each comment holds a key share of it): a mention that waited for the deletion deadlocked.
+        await befriend(t, others[0] as TestUser, leaving);
+        const own = await createPost(t, leaving, `round ${round}`);
         const answers = await Promise.all([
           t.inject({ method: 'POST', url: `/users/${leaving.uuid}/delete`, token: leaving.token }),
           ...others.map((u, i) =>
@@ -90,6 +108,17 @@ for (const dialect of testDialects()) {
               payload: { body: `${i} hi @${name}` },
             }),
           ),
+          // Not the friend: its comment would grant it points while holding the post the deletion locks after
+          // the friendship, a deadlock of their own that PostgreSQL breaks and the transaction retries
+          // (docs/reliability.md).
+          ...others.slice(1).map((u, i) =>
+            t.inject({
+              method: 'POST',
+              url: `/posts/${own}/comments`,
+              token: u.token,
+              payload: { body: `${i} thanks @${name}` },
+            }),
+          ),
         ]);
         assert.equal(answers[0]?.statusCode, 200, answers[0]?.body);
         for (const a of answers) assert.ok(a.statusCode < 500, a.body);
@@ -98,6 +127,9 @@ for (const dialect of testDialects()) {
           where tg.tag_type = 'mention' and tg.name_key = ${name}`.execute(t.ctx.db);
         assert.equal(Number(left.rows[0]?.n), 0, `round ${round}: mentions of a deleted user`);
       }
+      // PostgreSQL reports deadlocks it broke (RetryingKysely then ran the transaction again) a moment later.
+      await new Promise((r) => setTimeout(r, 1_500));
+      assert.equal(await deadlocks(), before, 'no writer and deletion waited on each other');
     });
   });
 }

@@ -470,8 +470,9 @@ export interface MentionedUser {
 
 /**
  * The users of some `@names` (compared ignoring case), each with the mention tag whose key is their username key, in
- * one statement (with `lock`, PostgreSQL only, the users' rows key-share locked until the transaction ends): usernames are ASCII letters, digits and `_`, so their tag key (normalizeTagName) is that lower-case
- * key; the caller checks it and looks the tag up itself where it is not.
+ * one statement: usernames are ASCII letters, digits and `_`, so their tag key (normalizeTagName) is that lower-case
+ * key; the caller checks it and looks the tag up itself where it is not. With `lock` (PostgreSQL only) the users'
+ * rows are key-share locked until the transaction ends, and a user whose deletion holds the row is left out.
  */
 export async function findMentionedUsers(db: Db, names: string[], lock = false): Promise<MentionedUser[]> {
   if (names.length === 0) return [];
@@ -486,7 +487,7 @@ export async function findMentionedUsers(db: Db, names: string[], lock = false):
       'in',
       names.map((n) => n.toLowerCase()),
     )
-    .$if(lock, (q) => q.forKeyShare('u'))
+    .$if(lock, (q) => q.forKeyShare('u').skipLocked())
     .execute();
   return rows.map((r) => ({
     username: r.username,

@@ -498,8 +498,10 @@ export async function syncContentTags(
 async function mentionTags(trx: Db, dialect: Dialect, names: string[]): Promise<{ uuid: string }[]> {
   const out: { uuid: string }[] = [];
   const missing: FoundName[] = [];
-  // Locked (PostgreSQL) against the deletion of a mentioned user: it removes the mentions of them, so one made
-  // meanwhile must wait for it and then find no user, or commit first and be removed with the rest.
+  // Locked (PostgreSQL) against the deletion of a mentioned user, which removes the mentions of them: a mention
+  // committed first goes with the rest, and a user the deletion already holds is left out, not waited for. Waiting
+  // could deadlock: the writer may hold what the deletion needs next (the user's post it comments on, its own
+  // user row for a grant, which the deletion's compensation of their connection takes).
   for (const user of await findMentionedUsers(trx, names, dialect === 'postgres')) {
     const key = normalizeTagName(user.username);
     if (user.tag && user.tag.name_key === key) out.push(user.tag);
