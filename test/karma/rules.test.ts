@@ -155,6 +155,35 @@ for (const dialect of testDialects()) {
       await assertConsistent();
     });
 
+    it("deleting a post takes back its reactions' points however their records were edited", async () => {
+      const author = await t.createUser();
+      const post = await d.createPost(author);
+      const other = await d.createPost(author, 'another post');
+      await d.react(bob, 'post', post, author.uuid, 'like');
+      await d.react(alice, 'post', post, author.uuid, 'love');
+      assert.equal(await storedKarma(t, author.uuid), 6);
+      const [renamed, retargeted] = (await ledger(t, author.uuid)).filter(
+        (r) => r.event === 'emotionReceived',
+      );
+      // Kept at 1 point each: one under the compensation's name, one moved onto the author's other post.
+      const edits = [
+        [renamed?.uuid, { event: 'emotionRemoved', target_uuid: post }],
+        [retargeted?.uuid, { event: 'emotionReceived', target_uuid: other }],
+      ] as const;
+      for (const [uuid, edit] of edits) {
+        const res = await t.inject({
+          method: 'POST',
+          url: `/karma/${uuid}/update`,
+          token: author.token,
+          payload: { ...edit, target_type: 'post', karma_type: 'add', points: 1 },
+        });
+        assert.equal(res.statusCode, 200, res.body);
+      }
+      await d.deletePost(author, post);
+      assert.equal(await storedKarma(t, author.uuid), 2, "only the other post's 2 points are left");
+      await assertConsistent();
+    });
+
     it('two reactions on one post: removing one takes back only its own point', async () => {
       const author = await t.createUser();
       const post = await d.createPost(author);

@@ -146,14 +146,17 @@ export async function findUsersBySource(db: Db, sourceUuid: string): Promise<str
   return rows.map((r) => r.user_uuid);
 }
 
-/** Sources of the records a rule granted about a target (e.g. the reactions a post received), in order. */
-export async function findSourcesOfTarget(db: Db, targetUuid: string, event: string): Promise<string[]> {
+/**
+ * Sources of the records a rule granted about a target (e.g. the reactions a post received), in order, as the
+ * records say now: their owner may have edited the target away (the rule is kept, see nettingAddRecordsCount).
+ */
+export async function findSourcesOfTarget(db: Db, targetUuid: string, rule: string): Promise<string[]> {
   const rows = await db
     .selectFrom('karma')
     .select('source_uuid')
     .distinct()
     .where('target_uuid', '=', targetUuid)
-    .where('event', '=', event)
+    .where(sql<string>`coalesce(rule, event)`, '=', rule)
     .where('source_uuid', 'is not', null)
     .orderBy('source_uuid')
     .execute();

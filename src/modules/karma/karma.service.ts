@@ -6,6 +6,7 @@ import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
 import { type ListQuery, lateRowsFor, parseListQuery, type Whitelist } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
+import { type ReactionKind, reactionsOn } from '../tag-association/tag-association.service.ts';
 import { findTarget, TARGET_TYPES, type TargetKind } from '../target/target.repository.ts';
 import {
   addToUserKarma,
@@ -202,7 +203,13 @@ export async function compensateReactionsOf(
   trx: Db,
   target: { uuid: string; type: string },
 ): Promise<void> {
-  for (const source of await findSourcesOfTarget(trx, target.uuid, 'emotionReceived')) {
+  // The reactions themselves name the sources (the records' owner may have edited their event or target), and the
+  // records still naming the target cover a reaction whose row is already gone.
+  const sources = new Set([
+    ...(await reactionsOn(trx, target.type as ReactionKind, target.uuid)),
+    ...(await findSourcesOfTarget(trx, target.uuid, 'emotionReceived')),
+  ]);
+  for (const source of [...sources].sort()) {
     if (source === target.uuid) continue;
     await compensateKarma(ctx, trx, 'emotionReceived', source, target);
   }

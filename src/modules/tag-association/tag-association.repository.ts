@@ -375,6 +375,20 @@ export async function deleteAssociationsOfTag(db: Db, tagUuid: string): Promise<
   return Number(r.numDeletedRows);
 }
 
+/** The uuids of the reactions (associations of emotion tags) on a target, in uuid order. */
+export async function findReactionUuidsOn(db: Db, targetType: string, targetUuid: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('tag_associations as ta')
+    .innerJoin('tags as t', 't.uuid', 'ta.tag_uuid')
+    .select('ta.uuid')
+    .where('ta.target_type', '=', targetType)
+    .where('ta.target_uuid', '=', targetUuid)
+    .where('t.tag_type', '=', 'emotion')
+    .orderBy('ta.uuid')
+    .execute();
+  return rows.map((r) => r.uuid);
+}
+
 /** The hashtag and mention associations a target's author holds on it (the ones extraction manages). */
 export async function findExtractedAssociations(
   db: Db,

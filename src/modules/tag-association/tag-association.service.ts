@@ -29,6 +29,7 @@ import {
   findContentText,
   findExtractedAssociations,
   findMentionedUsers,
+  findReactionUuidsOn,
   insertAssociationsIgnoringConflicts,
   listAssociationRows,
   setTargetLanguage,
@@ -525,6 +526,11 @@ export function postTextOf(event: DomainEvent): ContentText | undefined {
     audience: audienceOfVisibility(visibility),
     audience_owner: event.actorUuid,
   };
+}
+
+/** The uuids of the reactions on a post or comment (each the source of the karma it gave its author). */
+export async function reactionsOn(trx: Db, kind: ReactionKind, uuid: string): Promise<string[]> {
+  return findReactionUuidsOn(trx, kind, uuid);
 }
 
 /** Removes every association of a deleted item (and, for a post, of its comments). */
