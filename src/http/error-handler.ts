@@ -164,14 +164,13 @@ export function validationDetails(
   const prefix = CONTEXT_PREFIX[context ?? ''] ?? '';
   const seen = new Set<string>();
   const out: ErrorDetail[] = [];
+  // anyOf/oneOf wrappers repeat what their branches said.
+  const wrapper = (e: AjvError) => e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if';
   // A nullable field's value failed both branches: what the value itself broke says more than "must be null".
   const nullOnly = (e: AjvError) => e.keyword === 'type' && e.params.type === 'null';
-  const brokeMore = new Set(
-    errors.filter((e) => !nullOnly(e) && e.keyword !== 'anyOf').map((e) => e.instancePath),
-  );
+  const brokeMore = new Set(errors.filter((e) => !nullOnly(e) && !wrapper(e)).map((e) => e.instancePath));
   for (const e of errors) {
-    // anyOf/oneOf wrappers repeat what their branches said.
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    if (wrapper(e)) continue;
     if (nullOnly(e) && brokeMore.has(e.instancePath)) continue;
     const detail = {
       field: prefix + fieldOf(e, context),

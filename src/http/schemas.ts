@@ -30,13 +30,13 @@ export function visibleTextSchema(max: number, description: string) {
 
 /**
  * Pattern of a name shown to others (a display name, a network's name): a visible character (VISIBLE_TEXT), and none
- * of the characters that make it show other than it reads: control characters (line breaks, tabs; NUL is refused
- * everywhere before, with its own message), the direction
- * embeddings, overrides and isolates (`\u202Eecila` shows as "alice" but is found by no search for it), and the
- * invisible zero-width space, word joiner and byte-order mark that split a word a filter would catch. Joiners and
- * direction marks stay: scripts and emoji need them.
+ * of the characters that make it show other than it reads: control characters and line or paragraph separators (NUL
+ * is left to its own hook, which answers with its own message), the direction embeddings, overrides and isolates
+ * (`\u202Eecila` shows as "alice" but no search for "alice" finds it), and the invisible soft hyphen, Mongolian
+ * vowel separator, zero-width space, word joiner and byte-order mark that split a word a filter would catch. Joiners
+ * and direction marks stay: scripts and emoji need them.
  */
-export const NAME_TEXT = `^(?=[\\s\\S]*${VISIBLE_TEXT})[^\\u0001-\\u001F\\u007F-\\u009F\\u200B\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\uFEFF]*$`;
+export const NAME_TEXT = `^(?=[\\s\\S]*${VISIBLE_TEXT})[^\\u0001-\\u001F\\u007F-\\u009F\\u00AD\\u180E\\u200B\\u2028-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\uFEFF]*$`;
 
 /** A name of 1 to `max` characters shown to others (NAME_TEXT). */
 export function nameTextSchema(max: number, description: string) {

@@ -175,6 +175,10 @@ for (const dialect of testDialects()) {
         'a\u2060lice',
         'alice\nadmin',
         '\uFEFFalice',
+        'ad\u00ADmin',
+        'ali\u180Ece',
+        'alice\u2028admin',
+        'alice\u2029',
       ];
       for (const name of spoofs) {
         const res = await t.inject({
