@@ -57,14 +57,15 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
 /** Brings the schema up to date (Kysely's migrator locks, so concurrent starts are safe); returns what ran. */
 export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
   if (dialect !== 'postgres') return runMigrations(db, dialect);
-  // A migration may rewrite a whole table of a grown database (0023 updates every karma record: over 10 s for 2.2
-  // million): the time limit of requests does not apply to it. Its connection gets that limit back afterwards.
+  // A migration may build an index over, or rewrite, a whole table of a grown database (an early 0023 that filled its
+  // column in ran for minutes): the time limit of requests does not apply. The connection gets it back afterwards;
+  // a failure to reset it (a broken connection) must not hide the migration's own error.
   return db.connection().execute(async (conn) => {
     await sql`SET statement_timeout = 0`.execute(conn);
     try {
       return await runMigrations(conn, dialect);
     } finally {
-      await sql`RESET statement_timeout`.execute(conn);
+      await sql`RESET statement_timeout`.execute(conn).catch(() => undefined);
     }
   });
 }
