@@ -42,15 +42,16 @@ export async function addToUserKarma(db: Db, userUuid: string, delta: number): P
 }
 
 /**
- * The query counting how many of the user's `add` records written by `rule` since `since` still net points (a source
- * granted and then taken back no longer counts; the record's `event`, which its owner may edit, does not decide), counted only up to `cap`: the caller needs to know whether the cap
- * is reached. Its cost does not grow with the 0-point records a busy author writes past the cap: both engines read
- * the partial index of the records that earned points (karma_netting_adds, migrations 0008, 0010 and 0023), at most the
- * cap (plus those taken back) per user, rule and day. Whether a source still nets points is summed only for the
- * sources the user has a `subtract` record of since `since` (a compensation follows its grant, so one of today's
- * grants is taken back today or not at all): that list comes from the small partial index of subtract records
- * (karma_subtracts, migration 0010) once per query, instead of one probe of the source per counted record.
- * Unexecuted (tests explain its plan; readGrantState embeds it).
+ * The query counting how many of the user's `add` records written by `rule` since `since` still net points (a
+ * source granted and then taken back no longer counts; the record's `event`, which its owner may edit, does not
+ * decide), counted only up to `cap`: the caller needs to know whether the cap is reached. Its cost does not grow
+ * with the 0-point records a busy author writes past the cap: both engines read the partial index of the records
+ * that earned points (karma_netting_adds, migrations 0008, 0010 and 0023), at most the cap (plus those taken
+ * back) per user, rule and day. Whether a source still nets points is summed only for the sources the user has a
+ * `subtract` record of since `since` (a compensation follows its grant, so one of today's grants is taken back
+ * today or not at all): that list comes from the small partial index of subtract records (karma_subtracts,
+ * migration 0010) once per query, instead of one probe of the source per counted record. Unexecuted (tests
+ * explain its plan; readGrantState embeds it).
  */
 export function nettingAddRecordsCount(db: Db, userUuid: string, rule: string, since: string, cap: number) {
   const netting = db

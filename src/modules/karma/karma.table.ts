@@ -4,8 +4,9 @@ export interface KarmaTable {
   user_uuid: string;
   event: string;
   /**
-   * The rule that wrote the record (never shown; the daily cap counts by it, and an edit of `event` leaves it). NULL
-   * on records written before migration 0023: their event stands for it until an edit pins it.
+   * The rule that wrote the record (never shown; the daily cap counts by it, and an edit of `event` leaves it); on a
+   * `subtract` record, the rule it compensates. NULL on records written before migration 0023: their event stands
+   * for it until an edit pins it.
    */
   rule: string | null;
   target_uuid: string;
