@@ -142,7 +142,7 @@ function messageOf(e: AjvError, context: string | undefined, schema: SchemaNode 
     case 'pattern':
       if (e.params.pattern === VISIBLE_TEXT) return 'must contain a visible character, not only spaces';
       if (e.params.pattern === NAME_TEXT) {
-        return 'must contain a visible character, and no control character (line break, tab), direction override or embedding, zero-width space or word joiner';
+        return 'must contain a visible character, and no control character or line separator, direction override or embedding, or invisible character (soft hyphen, zero-width space, word joiner)';
       }
       return described
         ? `has characters that are not allowed here: ${described}`
