@@ -93,6 +93,8 @@ for (const dialect of testDialects()) {
       const fresh = await createPost(t, bob, 'hello @carol_gone');
       const again = await findTag(t, 'mention', 'carol_gone');
       assert.equal(again.associations_count, 1);
+      assert.notEqual(again.uuid, mention.uuid, 'a new tag, not the one of the deleted user');
+      assert.equal(again.name, 'carol_gone', "the new holder's spelling");
       assert.deepEqual(
         (await get(t, `/tag-associations?filterby[tag_uuid]=${again.uuid}`)).data.map(
           (a: { target_uuid: string }) => a.target_uuid,

@@ -10,7 +10,12 @@ import { parseListQuery } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
 import { extractHashtags, extractMentions, type FoundName } from '../tag/extract.ts';
 import { normalizeTagName } from '../tag/normalize.ts';
-import { adjustTagCounts, findTagByKey, findTagByUuid } from '../tag/tag.repository.ts';
+import {
+  adjustTagCounts,
+  deleteUnusedMentionTagOf,
+  findTagByKey,
+  findTagByUuid,
+} from '../tag/tag.repository.ts';
 import { ensureEmotionTag, ensureTags } from '../tag/tag.service.ts';
 import { findTarget, type TargetKind } from '../target/target.repository.ts';
 import {
@@ -551,6 +556,7 @@ export async function removeTargetTags(
  */
 export async function removeUserTags(trx: Db, dialect: Dialect, userUuid: string): Promise<void> {
   await adjustTagCounts(trx, dialect, deltas([], await deleteAssociationsOfUser(trx, userUuid)));
+  await deleteUnusedMentionTagOf(trx, userUuid);
 }
 
 /** How many mismatches `check` lists at most (a healthy database has none). */

@@ -118,6 +118,28 @@ export async function deleteTagRow(db: Db, uuid: string): Promise<boolean> {
   return Number(r.numDeletedRows) === 1;
 }
 
+/**
+ * Deletes the mention tag of a user (its key is their username key) once nothing uses it, unless it was made
+ * through tags.create (standalone): the name may be registered again, and its tag then starts with the new spelling.
+ */
+export async function deleteUnusedMentionTagOf(db: Db, userUuid: string): Promise<void> {
+  await db
+    .deleteFrom('tags')
+    .where('tag_type', '=', 'mention')
+    .where('standalone', '=', 0)
+    .where('name_key', '=', (eb) =>
+      eb.selectFrom('users').select('username_key').where('uuid', '=', userUuid),
+    )
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb.selectFrom('tag_associations as ta').select('ta.uuid').whereRef('ta.tag_uuid', '=', 'tags.uuid'),
+        ),
+      ),
+    )
+    .execute();
+}
+
 // Where a PostgreSQL writer stages its tag count deltas for the commit (migration 0016-tag-counts-at-commit).
 const TAG_COUNT_DELTAS = 'social.tag_count_deltas';
 
