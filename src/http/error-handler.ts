@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isForeignKeyViolation } from '../db/errors.ts';
 import { nowSeconds } from './envelope.ts';
 import { ApiError, type ErrorDetail } from './errors.ts';
-import { NAME_TEXT, VISIBLE_TEXT } from './schemas.ts';
+import { NAME_TEXT, SHOWN_TEXT, VISIBLE_TEXT } from './schemas.ts';
 
 interface AjvError {
   instancePath: string;
@@ -141,6 +141,9 @@ function messageOf(e: AjvError, context: string | undefined, schema: SchemaNode 
       return `must be at most ${e.params.limit}${hint}`;
     case 'pattern':
       if (e.params.pattern === VISIBLE_TEXT) return 'must contain a visible character, not only spaces';
+      if (e.params.pattern === SHOWN_TEXT) {
+        return 'must have no control character or line separator, direction override or embedding, or invisible character (soft hyphen, zero-width space, word joiner)';
+      }
       if (e.params.pattern === NAME_TEXT) {
         return 'must contain a visible character, and no control character or line separator, direction override or embedding, or invisible character (soft hyphen, zero-width space, word joiner)';
       }

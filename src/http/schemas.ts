@@ -28,6 +28,10 @@ export function visibleTextSchema(max: number, description: string) {
   return Type.String({ minLength: 1, maxLength: max, pattern: VISIBLE_TEXT, description });
 }
 
+// The characters NAME_TEXT and SHOWN_TEXT refuse, as the body of a character class.
+const UNSHOWN =
+  '\\u0001-\\u001F\\u007F-\\u009F\\u00AD\\u180E\\u200B\\u2028-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\uFEFF';
+
 /**
  * Pattern of a name shown to others (a display name, a network's name): a visible character (VISIBLE_TEXT), and none
  * of the characters that make it show other than it reads: control characters and line or paragraph separators (NUL
@@ -36,9 +40,17 @@ export function visibleTextSchema(max: number, description: string) {
  * vowel separator, zero-width space, word joiner and byte-order mark that split a word a filter would catch. Joiners
  * and direction marks stay: scripts and emoji need them.
  */
-export const NAME_TEXT = `^(?=[\\s\\S]*${VISIBLE_TEXT})[^\\u0001-\\u001F\\u007F-\\u009F\\u00AD\\u180E\\u200B\\u2028-\\u202E\\u2060-\\u2064\\u2066-\\u2069\\uFEFF]*$`;
+export const NAME_TEXT = `^(?=[\\s\\S]*${VISIBLE_TEXT})[^${UNSHOWN}]*$`;
+
+/** Pattern of a title shown to others, which may be empty: none of the characters NAME_TEXT refuses. */
+export const SHOWN_TEXT = `^[^${UNSHOWN}]*$`;
 
 /** A name of 1 to `max` characters shown to others (NAME_TEXT). */
 export function nameTextSchema(max: number, description: string) {
   return Type.String({ minLength: 1, maxLength: max, pattern: NAME_TEXT, description });
+}
+
+/** A title of at most `max` characters shown to others, possibly empty (SHOWN_TEXT). */
+export function shownTextSchema(max: number, description: string) {
+  return Type.String({ maxLength: max, pattern: SHOWN_TEXT, description });
 }

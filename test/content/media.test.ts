@@ -209,6 +209,11 @@ for (const dialect of testDialects()) {
         assert.equal(res.statusCode, 400, JSON.stringify(fields));
         assert.equal(body(res).error.code, 'invalid_request');
       }
+      // A title that shows other than it reads (a reversed extension: "invoice\u202Efdp.exe" shows "invoiceexe.pdf").
+      const spoof = await upload(owner.token, { title: 'invoice\u202Efdp.exe' });
+      assert.equal(spoof.statusCode, 400, spoof.body);
+      assert.equal(body(spoof).error.details[0].field, 'title');
+      assert.match(body(spoof).error.details[0].message, /direction override/);
       const noFile = await upload(owner.token, { title: 'nothing' }, []);
       assert.equal(noFile.statusCode, 400);
       const wrongField = await upload(owner.token, {}, [

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { UuidSchema, uuidSchema } from '../../http/schemas.ts';
+import { shownTextSchema, UuidSchema, uuidSchema } from '../../http/schemas.ts';
 import { visibilitySchema } from '../post/post.schemas.ts';
 import { languageSchema } from '../user/languages.ts';
 
@@ -36,7 +36,12 @@ export const UploadMediaBody = Type.Object(
       contentMediaType: 'application/octet-stream',
       description: 'The file (binary). Images, video, audio and PDF are accepted.',
     }),
-    title: Type.Optional(Type.String({ maxLength: 200, description: 'Title, up to 200 characters.' })),
+    title: Type.Optional(
+      shownTextSchema(
+        200,
+        'Title, up to 200 characters; no control characters, direction overrides or zero-width spaces.',
+      ),
+    ),
     description: Type.Optional(
       Type.String({ maxLength: 2000, description: 'Description, up to 2000 characters.' }),
     ),
