@@ -15,6 +15,7 @@ import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
+import { rejectRepeatedAuthorization } from './http/repeated-headers.ts';
 import { RequestLogController } from './http/request-log.ts';
 import { DROPPED_KEYS, prototypeKeysIn, rejectUnstorableText } from './http/text-input.ts';
 import { rejectLooseTextValues } from './http/text-values.ts';
@@ -119,6 +120,8 @@ export async function buildApp(
     reply.header('x-request-id', request.id);
     done();
   });
+  // Two Authorization headers: a 400 before any access check reads the first.
+  app.addHook('onRequest', rejectRepeatedAuthorization);
   // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
   app.addHook('preHandler', rejectUnstorableText);
   // A flood of unknown body fields: a 400 before the validator names each one.

@@ -62,5 +62,31 @@ for (const dialect of testDialects()) {
       assert.equal(res.body.error.code, 'invalid_request');
       assert.match(res.body.error.message, /well-formed HTTP/);
     });
+
+    it('two Authorization headers: 400 naming the header, whichever caller each one names', async () => {
+      const alice = await t.createUser();
+      const carol = await t.createUser();
+      for (const [first, second] of [
+        [carol.token, alice.token],
+        [t.guest, alice.token],
+      ]) {
+        const res = parse(
+          await rawExchange(
+            port,
+            `GET /me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\n` +
+              `authorization: Bearer ${second}\r\nConnection: close\r\n\r\n`,
+          ),
+        );
+        assert.equal(res.statusLine, 'HTTP/1.1 400 Bad Request');
+        assert.equal(res.body.error.code, 'invalid_request');
+        assert.equal(res.body.error.details[0].field, 'Authorization');
+      }
+      // One header is answered as before.
+      const one = await fetch(`http://127.0.0.1:${port}/me`, {
+        headers: { authorization: `Bearer ${alice.token}` },
+      });
+      assert.equal(one.status, 200);
+      assert.equal(((await one.json()) as { data: { uuid: string } }).data.uuid, alice.uuid);
+    });
   });
 }
