@@ -162,6 +162,38 @@ for (const dialect of testDialects()) {
       const after = await t.inject({ method: 'GET', url: `/users/${alice.uuid}`, token: guest });
       assert.equal(after.statusCode, 401);
       assert.equal(body(after).error.code, 'invalid_client');
+      // Enabled again (BOOTSTRAP_CLIENT, clients create with the id): what the disable refused stays refused.
+      await saveClient(t.ctx.db, { id: 'soon-off', secret: 'soon-off-secret', name: 'x', firstParty: true });
+      const again = await t.inject({ method: 'GET', url: `/users/${alice.uuid}`, token: guest });
+      assert.equal(again.statusCode, 401, again.body);
+    });
+
+    it('a new client secret revokes what the old one issued; saving the same secret (a restart) revokes nothing', async () => {
+      const save = (secret: string) =>
+        saveClient(t.ctx.db, { id: 'rotating', secret, name: 'x', firstParty: true });
+      await save('rotating-secret-1');
+      const login = await token({
+        grant_type: 'password',
+        username: alice.username,
+        password: alice.password,
+        client_id: 'rotating',
+        client_secret: 'rotating-secret-1',
+      });
+      assert.equal(login.statusCode, 200, login.body);
+      const { access_token: access, refresh_token: refresh } = body(login);
+      const me = () => t.inject({ method: 'GET', url: '/me', token: access });
+      await save('rotating-secret-1');
+      assert.equal((await me()).statusCode, 200, 'a restart with the same secret logs nobody out');
+      await save('rotating-secret-2');
+      assert.equal((await me()).statusCode, 401);
+      const refreshed = await token({
+        grant_type: 'refresh_token',
+        refresh_token: refresh,
+        client_id: 'rotating',
+        client_secret: 'rotating-secret-2',
+      });
+      assert.equal(refreshed.statusCode, 400, refreshed.body);
+      assert.equal(body(refreshed).error, 'invalid_grant');
     });
 
     it('request errors: missing or unknown grant_type, missing fields, both auth methods', async () => {

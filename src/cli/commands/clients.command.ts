@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { listClients, setClientDisabled } from '../../modules/auth/auth.repository.ts';
-import { saveClient } from '../../modules/auth/auth.service.ts';
+import { listClients } from '../../modules/auth/auth.repository.ts';
+import { disableClient, saveClient } from '../../modules/auth/auth.service.ts';
 import { type Command, flagValue } from '../command.ts';
 
 const USAGE = [
@@ -48,11 +48,11 @@ export const clientsCommand: Command = {
         console.error('clients disable needs the client id (see clients list)');
         return 2;
       }
-      if (!(await setClientDisabled(ctx.db, id, true))) {
+      if (!(await disableClient(ctx.db, id))) {
         console.error(`no client with id ${id} (see clients list)`);
         return 1;
       }
-      console.log(`client ${id} disabled; its tokens are refused from the next request on`);
+      console.log(`client ${id} disabled; its tokens are revoked and refused from the next request on`);
       return 0;
     }
     console.error(`usage:\n  ${USAGE}`);

@@ -106,6 +106,16 @@ export async function revokeUserTokens(db: Db, userUuid: string, at: string): Pr
     .execute();
 }
 
+/** Revokes every token (access and refresh) a client issued that is not revoked yet. */
+export async function revokeClientTokens(db: Db, clientId: string, at: string): Promise<void> {
+  await db
+    .updateTable('tokens')
+    .set({ revoked_at: at })
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
 /** A client by id. */
 export async function findClientById(db: Db, id: string) {
   return db.selectFrom('clients').selectAll().where('id', '=', id).executeTakeFirst();

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import { type Context, readCacheScope } from '../../context.ts';
-import type { Db } from '../../db/database.ts';
+import type { Database, Db } from '../../db/database.ts';
 import { cachedRead, type RequestVersion } from '../../db/exact-cache.ts';
 import { isoIn, nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError } from '../../http/errors.ts';
@@ -51,17 +52,18 @@ export async function authenticate(
   const { row, expiresAtMs } = await findTokenRow(ctx, hashToken(rawToken), version);
   if (row?.kind !== 'access')
     throw unauthenticated('The bearer token is not known. Get one from POST /oauth/token.');
+  // Before the revocation: disabling a client revokes its tokens too, and the reason to give is the client.
+  if (row.client_disabled)
+    throw new ApiError(
+      'invalid_client',
+      'The client this token was issued to is disabled; ask the operator to enable it, or get a token from another client.',
+    );
   if (row.revoked_at !== null)
     throw unauthenticated('The bearer token was revoked. Get a new one from POST /oauth/token.');
   // Checked at every use, cached or not: expiry is a matter of time, not of a write. (Negated: an expiry that did
   // not parse counts as expired.)
   if (!(expiresAtMs > Date.now()))
     throw unauthenticated('The bearer token has expired. Refresh it or get a new one.');
-  if (row.client_disabled)
-    throw new ApiError(
-      'invalid_client',
-      'The client this token was issued to is disabled; ask the operator to enable it, or get a token from another client.',
-    );
   if (row.user_uuid !== null && row.role === null)
     throw unauthenticated('The user of this token no longer exists.');
   return { clientId: row.client_id, userUuid: row.user_uuid, role: row.role, tokenHash: row.token_hash };
@@ -137,16 +139,34 @@ export async function issueTokens(
 
 /** Creates or updates a client; returns its id. */
 export async function saveClient(
-  db: Db,
+  db: Kysely<Database>,
   client: { id: string; name: string; secret: string; firstParty: boolean },
 ): Promise<void> {
-  await repo.upsertClient(db, {
-    id: client.id,
-    name: client.name,
-    secret_hash: hashClientSecret(client.secret),
-    first_party: client.firstParty ? 1 : 0,
-    disabled: 0,
-    created_at: nowIso(),
+  const secretHash = hashClientSecret(client.secret);
+  await db.transaction().execute(async (trx) => {
+    const before = await repo.findClientById(trx, client.id);
+    await repo.upsertClient(trx, {
+      id: client.id,
+      name: client.name,
+      secret_hash: secretHash,
+      first_party: client.firstParty ? 1 : 0,
+      disabled: 0,
+      created_at: nowIso(),
+    });
+    // A new secret (a rotation after a leak) or a client enabled again must not bring back what was issued before:
+    // tokens minted with the old secret, or those a disable refused.
+    if (before && (before.secret_hash !== secretHash || Number(before.disabled) === 1)) {
+      await repo.revokeClientTokens(trx, client.id, nowIso());
+    }
+  });
+}
+
+/** Disables a client and revokes every token it issued, in one transaction; false when there is no such client. */
+export async function disableClient(db: Kysely<Database>, id: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    if (!(await repo.setClientDisabled(trx, id, true))) return false;
+    await repo.revokeClientTokens(trx, id, nowIso());
+    return true;
   });
 }
 
