@@ -76,44 +76,39 @@ export async function lockUserForTokens(db: Db, userUuid: string, mode: 'refresh
     .execute();
 }
 
-/** Revokes every token of a family (a refresh chain and its access tokens). */
-export async function revokeTokenFamily(db: Db, familyId: string, at: string): Promise<void> {
+// The unrevoked tokens whose column holds the value are revoked at `at` (a revoked one keeps its first time).
+async function revokeWhere(
+  db: Db,
+  column: 'family_id' | 'token_hash' | 'user_uuid' | 'client_id',
+  value: string,
+  at: string,
+): Promise<void> {
   await db
     .updateTable('tokens')
     .set({ revoked_at: at })
-    .where('family_id', '=', familyId)
+    .where(column, '=', value)
     .where('revoked_at', 'is', null)
     .execute();
+}
+
+/** Revokes every token of a family (a refresh chain and its access tokens). */
+export async function revokeTokenFamily(db: Db, familyId: string, at: string): Promise<void> {
+  await revokeWhere(db, 'family_id', familyId, at);
 }
 
 /** Revokes one token. */
 export async function revokeToken(db: Db, tokenHash: string, at: string): Promise<void> {
-  await db
-    .updateTable('tokens')
-    .set({ revoked_at: at })
-    .where('token_hash', '=', tokenHash)
-    .where('revoked_at', 'is', null)
-    .execute();
+  await revokeWhere(db, 'token_hash', tokenHash, at);
 }
 
 /** Revokes every token of a user. */
 export async function revokeUserTokens(db: Db, userUuid: string, at: string): Promise<void> {
-  await db
-    .updateTable('tokens')
-    .set({ revoked_at: at })
-    .where('user_uuid', '=', userUuid)
-    .where('revoked_at', 'is', null)
-    .execute();
+  await revokeWhere(db, 'user_uuid', userUuid, at);
 }
 
 /** Revokes every token (access and refresh) a client issued that is not revoked yet. */
 export async function revokeClientTokens(db: Db, clientId: string, at: string): Promise<void> {
-  await db
-    .updateTable('tokens')
-    .set({ revoked_at: at })
-    .where('client_id', '=', clientId)
-    .where('revoked_at', 'is', null)
-    .execute();
+  await revokeWhere(db, 'client_id', clientId, at);
 }
 
 /** A client by id. */
