@@ -33,6 +33,6 @@ export function readCacheScope(ctx: Context, version?: RequestVersion | null): R
  * at once, so two that read one row could both act on what they read (docs/decisions.md, "rows decided on are
  * locked"); SQLite runs one write transaction at a time and has no such clauses.
  */
-export function locksRows(ctx: Context): boolean {
+export function locksRows(ctx: Pick<Context, 'dialect'>): boolean {
   return ctx.dialect === 'postgres';
 }

@@ -1,5 +1,5 @@
 import type { Insertable } from 'kysely';
-import { type Context, readCacheScope } from '../../context.ts';
+import { type Context, locksRows, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { cachedRead, type RequestVersion } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
@@ -123,7 +123,7 @@ export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void>
   let state = await read();
   if (!state.found || state.net > 0) return;
   let points = pointsUnderCap(rule, state.today);
-  if (points > 0 && ctx.dialect === 'postgres') {
+  if (points > 0 && locksRows(ctx)) {
     if (!(await lockUserForKarma(trx, g.userUuid, true))) return;
     state = await read();
     if (state.net > 0) return;
@@ -173,7 +173,7 @@ export async function compensateKarma(
 ): Promise<void> {
   const users = await findUsersBySource(trx, sourceUuid);
   for (const userUuid of users) {
-    if (!(await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres'))) continue;
+    if (!(await lockUserForKarma(trx, userUuid, locksRows(ctx)))) continue;
     const net = await netKarmaOfSource(trx, userUuid, sourceUuid);
     if (net <= 0) continue;
     const now = nowIso();
@@ -293,7 +293,7 @@ export async function updateKarmaRecord(
   if (details.length > 0) throw badUpdate(details);
 
   return ctx.db.transaction().execute(async (trx) => {
-    await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres');
+    await lockUserForKarma(trx, userUuid, locksRows(ctx));
     const row = await findKarmaByUuid(trx, uuid);
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('karma record');
     // The rule's points alone do not stop minting: turning a 0-point (capped) record, a subtract record or a
@@ -348,7 +348,7 @@ function badUpdate(details: ErrorDetail[]): ApiError {
  */
 export async function deleteKarmaRecord(ctx: Context, userUuid: string, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    await lockUserForKarma(trx, userUuid, ctx.dialect === 'postgres');
+    await lockUserForKarma(trx, userUuid, locksRows(ctx));
     const row = await findKarmaByUuid(trx, uuid);
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('karma record');
     if (row.karma_type === 'subtract') {

@@ -508,7 +508,7 @@ async function mentionTags(trx: Db, dialect: Dialect, names: string[]): Promise<
   // committed first goes with the rest, and a user the deletion already holds is left out, not waited for. Waiting
   // could deadlock: the writer may hold what the deletion needs next (the user's post it comments on, its own
   // user row for a grant, which the deletion's compensation of their connection takes).
-  for (const user of await findMentionedUsers(trx, names, dialect === 'postgres')) {
+  for (const user of await findMentionedUsers(trx, names, locksRows({ dialect }))) {
     const key = normalizeTagName(user.username);
     if (user.tag && user.tag.name_key === key) out.push(user.tag);
     else missing.push({ name: user.username, key });
