@@ -39,24 +39,23 @@ export async function deleteCommentRow(db: Db, uuid: string): Promise<void> {
   await db.deleteFrom('comments').where('uuid', '=', uuid).execute();
 }
 
-/** Comments under a post; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
-export async function findCommentsOfPost(db: Db, postUuid: string, forUpdate = false) {
+// Comments by one column, in uuid order (the order locks are taken in); `forUpdate` as below.
+function findCommentsBy(db: Db, column: 'post_uuid' | 'user_uuid', value: string, forUpdate: boolean) {
   return db
     .selectFrom('comments')
     .selectAll()
-    .where('post_uuid', '=', postUuid)
+    .where(column, '=', value)
     .orderBy('uuid')
     .$if(forUpdate, (q) => q.forUpdate())
     .execute();
 }
 
+/** Comments under a post; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
+export async function findCommentsOfPost(db: Db, postUuid: string, forUpdate = false) {
+  return findCommentsBy(db, 'post_uuid', postUuid, forUpdate);
+}
+
 /** Comments a user wrote; `forUpdate` locks them until the transaction ends (PostgreSQL only). */
 export async function findCommentsOfUser(db: Db, userUuid: string, forUpdate = false) {
-  return db
-    .selectFrom('comments')
-    .selectAll()
-    .where('user_uuid', '=', userUuid)
-    .orderBy('uuid')
-    .$if(forUpdate, (q) => q.forUpdate())
-    .execute();
+  return findCommentsBy(db, 'user_uuid', userUuid, forUpdate);
 }
