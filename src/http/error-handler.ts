@@ -97,6 +97,10 @@ const FORMAT_EXAMPLE: Record<string, string> = {
   email: ' such as ada@example.com',
 };
 
+// What NAME_TEXT and SHOWN_TEXT refuse, for their messages.
+const NOTHING_UNSHOWN =
+  'no control character or line separator, direction override or embedding, or invisible character (soft hyphen, zero-width space, word joiner)';
+
 function messageOf(e: AjvError, context: string | undefined, schema: SchemaNode | undefined): string {
   const described = propertyOf(schema, e)?.description;
   const hint = described ? ` (${described})` : '';
@@ -141,12 +145,9 @@ function messageOf(e: AjvError, context: string | undefined, schema: SchemaNode 
       return `must be at most ${e.params.limit}${hint}`;
     case 'pattern':
       if (e.params.pattern === VISIBLE_TEXT) return 'must contain a visible character, not only spaces';
-      if (e.params.pattern === SHOWN_TEXT) {
-        return 'must have no control character or line separator, direction override or embedding, or invisible character (soft hyphen, zero-width space, word joiner)';
-      }
-      if (e.params.pattern === NAME_TEXT) {
-        return 'must contain a visible character, and no control character or line separator, direction override or embedding, or invisible character (soft hyphen, zero-width space, word joiner)';
-      }
+      if (e.params.pattern === SHOWN_TEXT) return `must have ${NOTHING_UNSHOWN}`;
+      if (e.params.pattern === NAME_TEXT)
+        return `must contain a visible character, and have ${NOTHING_UNSHOWN}`;
       return described
         ? `has characters that are not allowed here: ${described}`
         : `must match the pattern ${e.params.pattern}`;
