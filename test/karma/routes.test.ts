@@ -103,6 +103,42 @@ for (const dialect of testDialects()) {
       assert.equal((await ledger(t, alice.uuid)).length, 1);
     });
 
+    it('uncached reads sent at once each answer their own caller: a record to its owner, 404 to anyone else', async () => {
+      // On PostgreSQL the reads of one turn go to the database as one statement (src/db/turn-batch.ts).
+      const bobPost = await d.createPost(bob);
+      const bobs = (await ledger(t, bob.uuid)).find((r) => r.target_uuid === bobPost)?.uuid as string;
+      const read = (uuid: string, user: TestUser) =>
+        t.inject({
+          method: 'GET',
+          url: `/karma/${encodeURIComponent(uuid)}`,
+          token: user.token,
+          headers: { 'cache-control': 'no-cache' },
+        });
+      const missing = await read(uuidv7(), bob);
+      const asked: [string, TestUser, string | null][] = [
+        [record, alice, record],
+        [bobs, bob, bobs],
+        [record, bob, null],
+        [bobs, alice, null],
+        [record.toUpperCase(), alice, record],
+        [bobs.toUpperCase(), alice, null],
+        // Array and list syntax inside a key stays part of the key.
+        [`${uuidv7()}","${record}`, alice, null],
+        [`{${record}}`, alice, null],
+        [`${record},${bobs}`, bob, null],
+      ];
+      const answers = await Promise.all(asked.map(([uuid, user]) => read(uuid, user)));
+      answers.forEach((res, i) => {
+        const [uuid, , found] = asked[i] as [string, TestUser, string | null];
+        if (found === null) {
+          assert.deepEqual(errorShape(res), errorShape(missing), `${uuid}: ${res.body}`);
+        } else {
+          assert.equal(res.statusCode, 200, res.body);
+          assert.equal(body(res).data.uuid, found);
+        }
+      });
+    });
+
     it('a guest gets 403 login_required and no token 401 on all three operations', async () => {
       const ops = [
         { method: 'GET' as const, url: `/karma/${record}` },

@@ -3,6 +3,7 @@ import { type Context, locksRows, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { cachedRead, type RequestVersion } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
+import { turnBatchedReads } from '../../db/turn-batch.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
 import { type ListQuery, lateRowsFor, parseListQuery, type Whitelist } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
@@ -15,6 +16,7 @@ import {
   deleteKarma,
   deleteKarmaOfUser,
   findKarmaByUuid,
+  findKarmaByUuids,
   findKarmaMismatches,
   findKarmaOwner,
   findSourcesOfTarget,
@@ -243,12 +245,25 @@ export async function findKarma(
     uuid,
     read.fresh,
     async () => {
-      const row = await findKarmaByUuid(ctx.db, uuid);
+      const row = await readKarmaRow(ctx, uuid);
       // Wrapped: a missing record (undefined) is an answer worth keeping too.
       return { record: row && toKarma(row) };
     },
   );
   return record;
+}
+
+/**
+ * A record by uuid. On PostgreSQL the reads of one event-loop turn go as one statement (TurnBatchedReads); SQLite
+ * reads in the process, where a statement costs no round trip.
+ */
+function readKarmaRow(ctx: Context, uuid: string): Promise<KarmaRow | undefined> {
+  if (ctx.dialect !== 'postgres') return findKarmaByUuid(ctx.db, uuid);
+  const db = ctx.db;
+  return turnBatchedReads(db, 'karma', async (uuids) => {
+    const rows = await findKarmaByUuids(db, ctx.dialect, uuids);
+    return new Map(rows.map((r) => [r.uuid, r]));
+  }).get(uuid);
 }
 
 /** One of the caller's records, or 404. */
