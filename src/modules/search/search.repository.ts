@@ -71,12 +71,16 @@ export interface DocOrder {
 
 const CONTENT_KINDS = ['post', 'comment', 'media', 'messages'];
 
-/** The scope as a condition on `search_docs d`: privacy is part of the query, never a filter afterwards. */
-function scopeCondition(scope: Scope): RawBuilder<unknown> {
+/**
+ * The scope as a condition on `search_docs d`: privacy is part of the query, never a filter afterwards. Walks stop at
+ * a limit, so the friends test probes each row that needs it (visibleTo's `probe`); `probe` false for a statement
+ * that tests every match (a full sort), where PostgreSQL's one hash of the viewer's friends is the cheaper plan.
+ */
+function scopeCondition(scope: Scope, probe = true): RawBuilder<unknown> {
   // Every document has one of DOC_KINDS: the condition is left out when it would not narrow anything.
   const parts: RawBuilder<unknown>[] =
     scope.kinds.length < DOC_KINDS.length ? [sql`d.kind in (${sql.join([...scope.kinds])})`] : [];
-  const visible = visibleTo(scope.viewer, 'd.owner_uuid', 'd.visibility');
+  const visible = visibleTo(scope.viewer, 'd.owner_uuid', 'd.visibility', probe);
   parts.push(
     scope.viewer === null
       ? sql`${visible}`
@@ -932,7 +936,7 @@ export async function findMatchesOrdered(
   limit: number,
 ): Promise<DocRef[]> {
   if (scope.viewer === null && scope.kinds.every((k) => k === 'messages')) return [];
-  const where = scopeCondition(scope);
+  const where = scopeCondition(scope, false);
   const dir = sql.raw(order.direction === 'asc' ? 'asc' : 'desc');
   const userJoin = order.column === 'username' || order.column === 'karma';
   const column =

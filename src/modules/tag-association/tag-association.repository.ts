@@ -15,6 +15,7 @@ import {
   lateRowsFor,
   type Whitelist,
 } from '../../http/list-query.ts';
+import { isFriendOf } from '../connection/visibility.ts';
 import { TARGET_TYPES } from '../target/target.repository.ts';
 import type { TagAssociationTable } from './tag-association.table.ts';
 
@@ -37,18 +38,6 @@ const OWN_AUDIENCES = sql`('friends', 'private', 'parties')`;
 // The condition of the partial index of non-public rows (migration 0006), repeated literally in the queries it
 // serves: SQLite uses a partial index only when the WHERE clause holds its condition as a term.
 const NOT_PUBLIC = sql<SqlBool>`ta.audience <> 'public'`;
-
-/**
- * Whether `owner` is a confirmed friend of `viewer`, probed per row in the friends primary key. The OFFSET is there
- * for PostgreSQL: without it the planner turns the EXISTS into a hashed subplan of every friend of the viewer, built
- * once per statement even when the walk tests a few dozen rows (2.4 ms for a viewer with 8,600 friends, the seeded
- * world's hub, against 0.2 ms for the probes); it does not rewrite an EXISTS whose subquery has an OFFSET. SQLite
- * probes either way.
- */
-function isFriendOf(viewer: string, owner: RawBuilder<unknown>): RawBuilder<SqlBool> {
-  return sql<SqlBool>`exists (select 1 from friends f
-    where f.user_uuid = ${viewer} and f.friend_uuid = ${owner} limit 1 offset 0)`;
-}
 
 /**
  * An association is visible when its target is. Migration 0006 copies the target's audience onto the association
