@@ -54,4 +54,15 @@ describe('reads batched per event-loop turn', () => {
     assert.equal(await reads.get('b'), 2);
     assert.deepEqual(loads, [['a', 'b'], ['b']]);
   });
+
+  it('a load that throws before returning a promise fails its reads, not the process', async () => {
+    let calls = 0;
+    const reads = new TurnBatchedReads<number>((keys) => {
+      calls++;
+      if (calls === 1) throw new Error('no connection');
+      return Promise.resolve(new Map(keys.map((k) => [k, 7])));
+    });
+    await assert.rejects(reads.get('a'), /no connection/);
+    assert.equal(await reads.get('a'), 7);
+  });
 });

@@ -1,5 +1,5 @@
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
-import type { Db, Dialect } from '../../db/database.ts';
+import type { Db } from '../../db/database.ts';
 import {
   applyFilters,
   applyOrderAndWindow,
@@ -118,15 +118,13 @@ export async function findKarmaByUuid(db: Db, uuid: string): Promise<KarmaRow | 
 }
 
 /**
- * The records of some uuids, in no particular order (missing ones left out). On PostgreSQL the uuids go as one array
- * parameter: the statement's text is then the same for any number of them, so it is prepared once (a list of
- * parameters made a text, and a plan, per count).
+ * The records of some uuids, in no particular order (missing ones left out); PostgreSQL. The uuids go as one array
+ * parameter, so the statement's text is the same for any number of them and is prepared once (a list of parameters
+ * made a text, and a plan, per count).
  */
-export async function findKarmaByUuids(db: Db, dialect: Dialect, uuids: string[]): Promise<KarmaRow[]> {
+export async function findKarmaByUuidsPg(db: Db, uuids: string[]): Promise<KarmaRow[]> {
   if (uuids.length === 0) return [];
-  const q = db.selectFrom('karma').selectAll();
-  if (dialect === 'postgres') return q.where('uuid', '=', sql<string>`any(${uuids})`).execute();
-  return q.where('uuid', 'in', uuids).execute();
+  return db.selectFrom('karma').selectAll().where('uuid', '=', sql<string>`any(${uuids})`).execute();
 }
 
 /** The owner (user_uuid) of a record, or undefined when it does not exist. */

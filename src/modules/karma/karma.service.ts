@@ -16,7 +16,7 @@ import {
   deleteKarma,
   deleteKarmaOfUser,
   findKarmaByUuid,
-  findKarmaByUuids,
+  findKarmaByUuidsPg,
   findKarmaMismatches,
   findKarmaOwner,
   findSourcesOfTarget,
@@ -259,11 +259,12 @@ export async function findKarma(
  */
 function readKarmaRow(ctx: Context, uuid: string): Promise<KarmaRow | undefined> {
   if (ctx.dialect !== 'postgres') return findKarmaByUuid(ctx.db, uuid);
-  const db = ctx.db;
-  return turnBatchedReads(db, 'karma', async (uuids) => {
-    const rows = await findKarmaByUuids(db, ctx.dialect, uuids);
-    return new Map(rows.map((r) => [r.uuid, r]));
-  }).get(uuid);
+  return turnBatchedReads(ctx.db, 'karma', loadKarmaRows).get(uuid);
+}
+
+async function loadKarmaRows(db: Db, uuids: string[]): Promise<Map<string, KarmaRow>> {
+  const rows = await findKarmaByUuidsPg(db, uuids);
+  return new Map(rows.map((r) => [r.uuid, r]));
 }
 
 /** One of the caller's records, or 404. */
