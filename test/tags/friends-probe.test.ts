@@ -1,12 +1,13 @@
-// The friends test of the visibility rules probes the friends table per row it is asked for (tag-association
-// repository, isFriendOf). PostgreSQL would otherwise hash every friend of the viewer once per statement: for a
+// The friends test of the visibility rules probes the friends table per row it is asked for (isFriendOf in
+// src/modules/connection/visibility.ts, used by the tag association rule and the search walks). PostgreSQL would otherwise hash every friend of the viewer once per statement: for a
 // viewer with thousands of friends that cost more than the walk it served (GET /tags/{uuid} on the seeded world's hub,
 // 8,600 friends: 6 ms of which 2.4 ms built the hash). The plan is what users would notice, as latency; it is
 // checked here on a viewer with 3,000 friends, with the statistics PostgreSQL plans from.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { createQueryId, type RootOperationNode, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { findMatchesById } from '../../src/modules/search/search.repository.ts';
 import { newestAssociationsOf } from '../../src/modules/tag-association/tag-association.repository.ts';
 import { body, insertInBatches, testDialects } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
@@ -87,5 +88,52 @@ describe('friends probed per row, not hashed per statement [postgres]', { skip: 
     const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
     assert.doesNotMatch(plan, /hashed SubPlan/, plan);
     assert.match(plan, /Index (Only )?Scan using friends_\w+ on friends/, plan);
+  });
+
+  it("a search finds the friend's friends-only posts for the hub and nothing for a stranger", async () => {
+    const found = await t.inject({
+      method: 'GET',
+      url: '/search?query=innercircle&limit=50',
+      token: hub.token,
+    });
+    assert.equal(found.statusCode, 200, found.body);
+    assert.equal(body(found).data.length, 30);
+    const stranger = await t.createUser();
+    const none = await t.inject({ method: 'GET', url: '/search?query=innercircle', token: stranger.token });
+    assert.equal(none.statusCode, 200, none.body);
+    assert.deepEqual(body(none).data, []);
+  });
+
+  it("a search walk probes the hub's friends per row", async () => {
+    // Index documents only (the plan's statistics need many friends-only matches; nothing here reads their items):
+    // 8,000 friends-only documents of the hub's friends with the word.
+    await sql`insert into search_docs (kind, uuid, owner_uuid, visibility, body, created_at, updated_at)
+      select 'post', gen_random_uuid()::text, u.uuid, 'friends', 'close to the hub ' || g, now(), now()
+      from generate_series(1, 8000) g
+      join users u on u.username = 'hubfriend' || (g % ${FRIENDS})`.execute(t.ctx.db);
+    await sql`analyze search_docs`.execute(t.ctx.db);
+    // The statements of one walk, as the search sends them, each explained with the parameters it was sent with.
+    const nodes: RootOperationNode[] = [];
+    const db = t.ctx.db.withPlugin({
+      transformQuery: (args) => {
+        nodes.push(args.node);
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    const scope = { kinds: ['post', 'comment'] as const, viewer: hub.uuid };
+    const walk = { direction: 'desc' as const, offset: 0, limit: 20, withText: true };
+    const found = await findMatchesById(db, 'postgres', { terms: ['close'] }, scope, walk);
+    assert.equal(found.length, 20);
+    assert.ok(nodes.length > 0);
+    for (const node of nodes) {
+      const compiled = t.ctx.db.getExecutor().compileQuery(node, createQueryId());
+      const explained = await t.ctx.db.executeQuery<{ 'QUERY PLAN': string }>({
+        ...compiled,
+        sql: `EXPLAIN ${compiled.sql}`,
+      });
+      const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
+      assert.doesNotMatch(plan, /hashed SubPlan/, plan);
+    }
   });
 });

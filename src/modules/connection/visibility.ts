@@ -1,23 +1,28 @@
 import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 
 /**
- * Whether `owner` is a confirmed friend of `viewerUuid`, probed per row in the friends primary key. The OFFSET is
- * there for PostgreSQL: without it the planner turns the EXISTS into a hashed subplan of every friend of the viewer,
- * built once per statement even when the statement tests a few dozen rows (1.9-2.5 ms for a viewer with 8,600
- * friends, the seeded world's hub, against 0.02 ms a probe); it does not rewrite an EXISTS whose subquery has an
- * OFFSET. SQLite probes either way.
+ * Whether `owner` is a confirmed friend of `viewerUuid`. `probe` (the default): probed per row in the friends primary
+ * key. The OFFSET is there for PostgreSQL: without it the planner turns the EXISTS into a hashed subplan of every
+ * friend of the viewer, built once per statement even when the statement tests a few dozen rows (1.9-2.5 ms for a
+ * viewer with 8,600 friends, the seeded world's hub, against 0.02 ms a probe); it does not rewrite an EXISTS whose
+ * subquery has an OFFSET. Without `probe` the planner may hash, the cheaper plan for a statement that tests every row
+ * of a table. SQLite probes either way.
  */
-export function isFriendOf(viewerUuid: string, owner: RawBuilder<unknown>): RawBuilder<SqlBool> {
+export function isFriendOf(
+  viewerUuid: string,
+  owner: RawBuilder<unknown>,
+  probe = true,
+): RawBuilder<SqlBool> {
+  const planAsProbe = probe ? sql` limit 1 offset 0` : sql``;
   return sql<SqlBool>`exists (select 1 from friends f
-    where f.user_uuid = ${viewerUuid} and f.friend_uuid = ${owner} limit 1 offset 0)`;
+    where f.user_uuid = ${viewerUuid} and f.friend_uuid = ${owner}${planAsProbe})`;
 }
 
 /**
  * The one visibility rule, as a query condition: a guest sees `public` items; a user also sees their own items
  * and the `friends` items of their confirmed friends. `ownerColumn` and `visibilityColumn` name the item's columns
  * (e.g. 'posts.user_uuid', 'posts.visibility'); a comment passes its post's columns. `probe`: the friends test as
- * isFriendOf, for statements that test a bounded number of rows (a walk to a limit); without it PostgreSQL may hash
- * the viewer's friends once, the cheaper plan when a statement tests every row of a table.
+ * isFriendOf's probe, for statements that test a bounded number of rows (a walk to a limit).
  */
 export function visibleTo(
   viewerUuid: string | null,
@@ -28,8 +33,5 @@ export function visibleTo(
   const owner = sql.ref(ownerColumn);
   const visibility = sql.ref(visibilityColumn);
   if (viewerUuid === null) return sql<SqlBool>`${visibility} = 'public'`;
-  const friend = probe
-    ? isFriendOf(viewerUuid, owner)
-    : sql<SqlBool>`exists (select 1 from friends f where f.user_uuid = ${viewerUuid} and f.friend_uuid = ${owner})`;
-  return sql<SqlBool>`(${visibility} = 'public' or ${owner} = ${viewerUuid} or (${visibility} = 'friends' and ${friend}))`;
+  return sql<SqlBool>`(${visibility} = 'public' or ${owner} = ${viewerUuid} or (${visibility} = 'friends' and ${isFriendOf(viewerUuid, owner, probe)}))`;
 }

@@ -218,9 +218,12 @@ export interface IdWalk {
    */
   ginFirst?: boolean | undefined;
   /**
-   * PostgreSQL: the caller found no match among the newest documents nor in the ranges sampled across the index (the
-   * words are rare everywhere): the viewer's own messages are then matched through the GIN index, not walked one by
-   * one (1,187 received messages of the seeded world's hub: 2.5 ms walked, 0.5 ms through the index).
+   * PostgreSQL: the caller counted no match of the words as typed among the newest documents other than messages nor
+   * in the ranges sampled across the index (rare everywhere, "Rare words everywhere" in docs/search.md): the viewer's
+   * own messages are then matched with `@@`, which lets the planner intersect the word's posting list with the
+   * viewer's side instead of walking every message of the side (1,187 received messages of the seeded world's hub:
+   * 2.5 ms walked, 0.5 ms intersected). The planner still weighs the posting list against the walk: for `love` it
+   * kept the walk. The other kinds' walk of that search already reads the main GIN index the same way.
    */
   rare?: boolean | undefined;
   /**

@@ -370,7 +370,13 @@ async function exactDocs(
       // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
       // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
       const ginFirst = repo.hasKindGin(scope.kinds);
-      const range = { afterId: first - 1, beforeId: last + 1, walkAbove: undefined, ginFirst, rare: rareEverywhere };
+      const range = {
+        afterId: first - 1,
+        beforeId: last + 1,
+        walkAbove: undefined,
+        ginFirst,
+        rare: rareEverywhere,
+      };
       const all = await walk(most, range);
       const inRecent = all.filter((c) => c.id > recent);
       candidates = inRecent.length >= fewest ? inRecent : all;
