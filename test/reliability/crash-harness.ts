@@ -48,6 +48,9 @@ export interface Server {
   output: string[];
 }
 
+/** How long a server may take to answer /health after it is spawned. */
+export const START_DEADLINE_MS = 60_000;
+
 export async function startServer(env: Record<string, string>): Promise<Server> {
   const port = await freePort();
   const output: string[] = [];
@@ -59,7 +62,10 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
   child.stdout?.on('data', (d) => output.push(String(d)));
   child.stderr?.on('data', (d) => output.push(String(d)));
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
+  // Generous: under coverage with the machine loaded (two 1M-post seeds beside CI) a start took over 20 s, and these
+  // tests judge what survives a crash, not how fast the server starts.
+  const startedAt = Date.now();
+  const deadline = startedAt + START_DEADLINE_MS;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited at start: ${output.join('')}`);
     try {
@@ -71,7 +77,7 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
     await new Promise((r) => setTimeout(r, 30));
   }
   child.kill('SIGKILL');
-  throw new Error(`server did not start: ${output.join('')}`);
+  throw new Error(`server did not start in ${Date.now() - startedAt} ms: ${output.join('')}`);
 }
 
 export async function kill(server: Server): Promise<void> {

@@ -9,7 +9,7 @@ const CYCLES = Number(process.env.CRASH_CI_CYCLES ?? 3);
 for (const dialect of testDialects()) {
   describe(`crash durability (${dialect.name})`, () => {
     it(`loses no acknowledged write and leaves none half-applied over ${CYCLES} SIGKILL cycles`, {
-      timeout: 120_000,
+      timeout: 300_000,
     }, async () => {
       const report = await runCrashCycles(dialect, CYCLES);
       console.log(

@@ -139,7 +139,7 @@ describe('two writer processes on one SQLite file', { skip: !sqliteDialect }, ()
   });
 
   it('never answers 500: parallel writes through both processes all succeed', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const rules = join(dir, 'karma.json');
     writeFileSync(rules, JSON.stringify({ daily_cap: null }));
