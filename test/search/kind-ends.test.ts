@@ -1,0 +1,115 @@
+// Every search first reads the ends of its kinds' ids (docIdRanges) and, on PostgreSQL, the newest id of its kinds
+// below each chunk it walks (newestIdBelow). Both are prepared statements, so PostgreSQL may run them on a generic plan
+// that knows nothing of the kind bound. Written as `max(id) where kind = $1`, that plan walked the primary key from its
+// end testing each row's kind: in a world whose kinds sit in blocks of ids (users first, messages last, as any real
+// world grows and as the seeder writes them) it read over a million rows per search, 1.2-1.8 s, and under load every
+// uncached search ran into the statement timeout. The answers must be the kinds' true ends on both engines, and the
+// generic plan must read them from the kind index.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createQueryId, type RootOperationNode, sql } from 'kysely';
+import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { type DocKind, docIdRanges, newestIdBelow } from '../../src/modules/search/search.repository.ts';
+import { startTestApp, type TestApp, testDialects } from '../helper.ts';
+
+// Blocks of documents of one kind each, in this order of ids.
+const BLOCKS: [DocKind, number][] = [
+  ['user', 6000],
+  ['network', 20],
+  ['post', 6000],
+  ['comment', 2000],
+  ['media', 50],
+  ['messages', 2000],
+];
+const SOME: DocKind[] = ['post', 'comment', 'media'];
+const WITH_MESSAGES: DocKind[] = [...SOME, 'messages'];
+
+for (const dialect of testDialects()) {
+  describe(`ends of a kind's ids [${dialect.name}]`, () => {
+    let t: TestApp;
+    const ends = new Map<DocKind, { first: number; last: number }>();
+
+    before(async () => {
+      t = await startTestApp(dialect);
+      const owner = uuidv7();
+      const now = nowIso();
+      // Index documents only (search_docs is the search module's own table, written by triggers in the app).
+      for (const [kind, n] of BLOCKS) {
+        for (let i = 0; i < n; i += 500) {
+          const rows = Array.from({ length: Math.min(500, n - i) }, (_, j) => {
+            const message = kind === 'messages';
+            return sql`(${kind}, ${uuidv7()}, ${owner}, ${message ? 'message' : 'public'}, ${message ? owner : null},
+              ${`${kind} ${i + j}`}, ${now}, ${now})`;
+          });
+          await sql`insert into search_docs
+            (kind, uuid, owner_uuid, visibility, recipient_uuid, body, created_at, updated_at)
+            values ${sql.join(rows)}`.execute(t.ctx.db);
+        }
+      }
+      const found = await sql<{ kind: DocKind; first: number | string; last: number | string }>`
+        select kind, min(id) as first, max(id) as last from search_docs group by kind`.execute(t.ctx.db);
+      for (const r of found.rows) ends.set(r.kind, { first: Number(r.first), last: Number(r.last) });
+      if (dialect.name === 'postgres') await sql`analyze search_docs`.execute(t.ctx.db);
+    });
+    after(async () => t?.close());
+
+    const end = (kinds: DocKind[], which: 'first' | 'last') =>
+      kinds
+        .map((k) => ends.get(k)?.[which] ?? 0)
+        .reduce((a, b) => (which === 'first' ? Math.min(a, b) : Math.max(a, b)));
+
+    it('docIdRanges answers the first and last id of each set of kinds', async () => {
+      const [some, withMessages] = await docIdRanges(t.ctx.db, [SOME, WITH_MESSAGES]);
+      assert.deepEqual(some, { first: end(SOME, 'first'), last: end(SOME, 'last') });
+      assert.deepEqual(withMessages, {
+        first: end(WITH_MESSAGES, 'first'),
+        last: end(WITH_MESSAGES, 'last'),
+      });
+      const [media] = await docIdRanges(t.ctx.db, [['media']]);
+      assert.deepEqual(media, ends.get('media'));
+    });
+
+    it('newestIdBelow answers the newest id of the kinds below a bound, across blocks of other kinds', async () => {
+      const messagesStart = ends.get('messages')?.first as number;
+      // Below the messages: the last media document; below the media: the last comment.
+      assert.equal(await newestIdBelow(t.ctx.db, SOME, null, messagesStart), ends.get('media')?.last);
+      const mediaStart = ends.get('media')?.first as number;
+      assert.equal(await newestIdBelow(t.ctx.db, ['network'], null, mediaStart), ends.get('network')?.last);
+      assert.equal(await newestIdBelow(t.ctx.db, ['user'], null, ends.get('user')?.first as number), 0);
+    });
+
+    it('their generic plans read the kind index, never the primary key filtered by kind', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const nodes: RootOperationNode[] = [];
+      const db = t.ctx.db.withPlugin({
+        transformQuery: (args) => {
+          nodes.push(args.node);
+          return args.node;
+        },
+        transformResult: async (args) => args.result,
+      });
+      await docIdRanges(db, [SOME, WITH_MESSAGES]);
+      await newestIdBelow(db, SOME, null, ends.get('messages')?.first as number);
+      assert.equal(nodes.length, 2);
+      const literal = (v: unknown) =>
+        typeof v === 'number' ? String(v) : `'${String(v).replaceAll("'", "''")}'`;
+      await t.ctx.db.connection().execute(async (c) => {
+        await sql`set plan_cache_mode = force_generic_plan`.execute(c);
+        for (const [i, node] of nodes.entries()) {
+          const compiled = c.getExecutor().compileQuery(node, createQueryId());
+          await sql.raw(`prepare kind_ends_${i} as ${compiled.sql}`).execute(c);
+          const args = compiled.parameters.map(literal).join(', ');
+          const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+            `explain execute kind_ends_${i}(${args})`,
+          )}`.execute(c);
+          const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
+          assert.doesNotMatch(plan, /Filter: \(kind/, plan);
+          assert.match(plan, /using search_docs_kind on search_docs/, plan);
+        }
+        await sql`deallocate all`.execute(c);
+        await sql`reset plan_cache_mode`.execute(c);
+      });
+    });
+  });
+}
