@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import type { Insertable, Kysely } from 'kysely';
+import type { Insertable, Kysely, RootOperationNode } from 'kysely';
 import pg from 'pg';
 import { apiConnectOptions, buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
@@ -223,4 +223,17 @@ export function watchEventLoopStalls(): { stop: () => number } {
       return maxDrift;
     },
   };
+}
+
+/** The database `db` through a plugin that keeps every query it runs (`nodes`), to be compiled and explained later. */
+export function recordingQueries(db: Kysely<Database>): { db: Kysely<Database>; nodes: RootOperationNode[] } {
+  const nodes: RootOperationNode[] = [];
+  const recording = db.withPlugin({
+    transformQuery: (args) => {
+      nodes.push(args.node);
+      return args.node;
+    },
+    transformResult: async (args) => args.result,
+  });
+  return { db: recording, nodes };
 }

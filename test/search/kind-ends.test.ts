@@ -7,10 +7,10 @@
 // generic plan must read them from the kind index.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createQueryId, type RootOperationNode, sql } from 'kysely';
+import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { type DocKind, docIdRanges, newestIdBelow } from '../../src/modules/search/search.repository.ts';
-import { startTestApp, type TestApp, testDialects } from '../helper.ts';
+import { recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 // Blocks of documents of one kind each, in this order of ids.
 const BLOCKS: [DocKind, number][] = [
@@ -81,14 +81,7 @@ for (const dialect of testDialects()) {
     it('their generic plans read the kind index, never the primary key filtered by kind', {
       skip: dialect.name !== 'postgres',
     }, async () => {
-      const nodes: RootOperationNode[] = [];
-      const db = t.ctx.db.withPlugin({
-        transformQuery: (args) => {
-          nodes.push(args.node);
-          return args.node;
-        },
-        transformResult: async (args) => args.result,
-      });
+      const { db, nodes } = recordingQueries(t.ctx.db);
       await docIdRanges(db, [SOME, WITH_MESSAGES]);
       await newestIdBelow(db, SOME, null, ends.get('messages')?.first as number);
       assert.equal(nodes.length, 2);

@@ -5,11 +5,11 @@
 // checked here on a viewer with 3,000 friends, with the statistics PostgreSQL plans from.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createQueryId, type RootOperationNode, sql } from 'kysely';
+import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { findMatchesById } from '../../src/modules/search/search.repository.ts';
 import { newestAssociationsOf } from '../../src/modules/tag-association/tag-association.repository.ts';
-import { body, insertInBatches, testDialects } from '../helper.ts';
+import { body, insertInBatches, recordingQueries, testDialects } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
 
 const FRIENDS = 3000;
@@ -113,14 +113,7 @@ describe('friends probed per row, not hashed per statement [postgres]', { skip: 
       join users u on u.username = 'hubfriend' || (g % ${FRIENDS})`.execute(t.ctx.db);
     await sql`analyze search_docs`.execute(t.ctx.db);
     // The statements of one walk, as the search sends them, each explained with the parameters it was sent with.
-    const nodes: RootOperationNode[] = [];
-    const db = t.ctx.db.withPlugin({
-      transformQuery: (args) => {
-        nodes.push(args.node);
-        return args.node;
-      },
-      transformResult: async (args) => args.result,
-    });
+    const { db, nodes } = recordingQueries(t.ctx.db);
     const scope = { kinds: ['post', 'comment'] as const, viewer: hub.uuid };
     const walk = { direction: 'desc' as const, offset: 0, limit: 20, withText: true };
     const found = await findMatchesById(db, 'postgres', { terms: ['close'] }, scope, walk);
