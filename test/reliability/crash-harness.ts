@@ -49,7 +49,7 @@ export interface Server {
 }
 
 /** How long a server may take to answer /health after it is spawned. */
-export const START_DEADLINE_MS = 60_000;
+const START_DEADLINE_MS = 60_000;
 
 export async function startServer(env: Record<string, string>): Promise<Server> {
   const port = await freePort();

@@ -28,10 +28,11 @@ for (const dialect of testDialects()) {
   describe(`ends of a kind's ids [${dialect.name}]`, () => {
     let t: TestApp;
     const ends = new Map<DocKind, { first: number; last: number }>();
+    // The author of every document, and both sides of every message.
+    const owner = uuidv7();
 
     before(async () => {
       t = await startTestApp(dialect);
-      const owner = uuidv7();
       const now = nowIso();
       // Index documents only (search_docs is the search module's own table, written by triggers in the app).
       for (const [kind, n] of BLOCKS) {
@@ -76,6 +77,9 @@ for (const dialect of testDialects()) {
       const mediaStart = ends.get('media')?.first as number;
       assert.equal(await newestIdBelow(t.ctx.db, ['network'], null, mediaStart), ends.get('network')?.last);
       assert.equal(await newestIdBelow(t.ctx.db, ['user'], null, ends.get('user')?.first as number), 0);
+      // A viewer's own messages count too, up to the bound: the message just below the last one.
+      const lastMessage = ends.get('messages')?.last as number;
+      assert.equal(await newestIdBelow(t.ctx.db, SOME, owner, lastMessage), lastMessage - 1);
     });
 
     it('their generic plans read the kind index, never the primary key filtered by kind', {
@@ -83,7 +87,8 @@ for (const dialect of testDialects()) {
     }, async () => {
       const { db, nodes } = recordingQueries(t.ctx.db);
       await docIdRanges(db, [SOME, WITH_MESSAGES]);
-      await newestIdBelow(db, SOME, null, ends.get('messages')?.first as number);
+      // With a viewer, the probes of their own messages' two sides too.
+      await newestIdBelow(db, SOME, owner, ends.get('messages')?.last as number);
       assert.equal(nodes.length, 2);
       const literal = (v: unknown) =>
         typeof v === 'number' ? String(v) : `'${String(v).replaceAll("'", "''")}'`;
