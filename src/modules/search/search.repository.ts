@@ -826,7 +826,8 @@ function pgCountInRange(match: Match, kinds: readonly DocKind[], range: IdRange,
  * counted up to `spreadCap`; null when not counted). The spread ranges sample the whole index, so a block of
  * documents without the words at the top (one author's thousand posts) cannot make a common word look rare
  * (docs/search.md, "Common words under a block of new posts"); they choose a plan only, never which matches are
- * ranked.
+ * ranked. With `countDocs`, also every document of the kinds in `newest` (null otherwise), for the density per
+ * document of a kind that shares its ids with others.
  */
 export async function countNewestAndSpread(
   db: Db,
@@ -836,8 +837,19 @@ export async function countNewestAndSpread(
   spread: readonly IdRange[],
   spreadCap: number,
   spreadWhenUnder: number,
-): Promise<{ newest: number; spread: number | null }> {
+  countDocs = false,
+): Promise<{ newest: number; spread: number | null; docs: number | null }> {
   const { kinds } = scope;
+  // Every document of the kinds in the newest range, match or not (an index-only range of search_docs_kind per kind).
+  const docs = countDocs
+    ? sql.join(
+        kinds.map(
+          (k) =>
+            sql`(select count(*) from search_docs where kind = ${k} and id > ${newest.afterId} and id <= ${newest.toId})`,
+        ),
+        sql` + `,
+      )
+    : sql`null::bigint`;
   const spreadSum =
     spread.length === 0
       ? sql`null::bigint`
@@ -847,14 +859,17 @@ export async function countNewestAndSpread(
         );
   // The sum is asked only when the newest range is sparse (a CASE runs its subqueries only when chosen); OFFSET 0
   // keeps the newest count one subquery, not copied into both columns.
-  const r = await sql<{ newest: number | string; spread: number | string | null }>`
-    select n.v as newest, case when n.v < ${spreadWhenUnder} then ${spreadSum} end as spread
+  const r = await sql<{
+    newest: number | string;
+    spread: number | string | null;
+    docs: number | string | null;
+  }>`
+    select n.v as newest, case when n.v < ${spreadWhenUnder} then ${spreadSum} end as spread, ${docs} as docs
     from (select ${pgCountInRange(match, kinds, newest, newest.cap, scope)} as v offset 0) n`.execute(db);
   const row = r.rows[0];
-  return {
-    newest: Number(row?.newest ?? 0),
-    spread: row?.spread === null || row?.spread === undefined ? null : Number(row.spread),
-  };
+  const orNull = (v: number | string | null | undefined) =>
+    v === null || v === undefined ? null : Number(v);
+  return { newest: Number(row?.newest ?? 0), spread: orNull(row?.spread), docs: orNull(row?.docs) };
 }
 
 /**

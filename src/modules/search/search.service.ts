@@ -58,6 +58,28 @@ export const COMMON_SPAN = 10;
  * "love"), walking ids in order about 0.6 µs each: walking 30,000 ids wins once the words match 1% of the world.
  */
 const DENSE = 100;
+
+/**
+ * PostgreSQL, one kind with a GIN index of its own (comments, users) whose newest documents are dense with the words:
+ * whether reading every match of the kind through that index costs less than walking the recent window in id order,
+ * by the costs above (about 1.4 µs per GIN entry with its row, 0.6 µs per row walked). The newest range's count gives
+ * the density: its matches per id estimate the kind's matches over all its ids, its matches per document of the kind
+ * how far the walk goes for `most` of them. `ann` in users matched 3,465 of 100,000: the index read them in 4.7 ms
+ * where the walk of the newest 30,000 users took 18 ms (docs/search.md, "Dense words in one kind on PostgreSQL").
+ */
+export function kindIndexCheaper(d: {
+  newest: number;
+  spanDocs: number;
+  spanIds: number;
+  kindIds: number;
+  windowIds: number;
+  most: number;
+}): boolean {
+  if (d.newest <= 0 || d.spanDocs <= 0 || d.spanIds <= 0) return false;
+  const entries = (d.newest / d.spanIds) * d.kindIds;
+  const walked = Math.min((d.spanDocs / d.spanIds) * d.windowIds, (d.most * d.spanDocs) / d.newest);
+  return entries * 1.4 < walked * 0.6;
+}
 /** Typo tolerance joins in when the exact matches are fewer than this. */
 export const TYPO_WHEN_FEWER_THAN = 3;
 /** Most typo-tolerant matches appended to a result. */
@@ -330,6 +352,8 @@ async function exactDocs(
   let newest: number;
   // PostgreSQL: no match among the newest documents nor in the ranges spread over the index.
   let rareEverywhere = false;
+  // PostgreSQL: the kind's own GIN index beats walking the recent window, though its newest documents are dense.
+  let kindIndex = false;
   if (dialect === 'postgres') {
     const spread = repo.spreadIdRanges(
       firstOther,
@@ -346,10 +370,22 @@ async function exactDocs(
       spread,
       searchTuning.spreadRangeIds,
       Math.ceil((fewest * COMMON_SPAN) / DENSE),
+      repo.hasKindGin(scope.kinds),
     );
     newest = counted.newest;
     widelyDense = counted.spread !== null && counted.spread * DENSE >= sampled;
     rareEverywhere = newest === 0 && (counted.spread ?? 0) === 0;
+    kindIndex =
+      !widelyDense &&
+      counted.docs !== null &&
+      kindIndexCheaper({
+        newest,
+        spanDocs: counted.docs,
+        spanIds: span.toId - span.afterId,
+        kindIds: last - first + 1,
+        windowIds: last - recent,
+        most,
+      });
   } else {
     newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest, scope);
   }
@@ -361,7 +397,7 @@ async function exactDocs(
     // PostgreSQL: walk the recent ids in order when one in DENSE of the newest documents matches (the planner's
     // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
     // walk); rarer queries are left to its GIN plans.
-    const forceWalk = newest * DENSE >= fewest * COMMON_SPAN || widelyDense;
+    const forceWalk = (newest * DENSE >= fewest * COMMON_SPAN || widelyDense) && !kindIndex;
     if (!forceWalk && dialect === 'postgres' && (repo.hasKindGin(scope.kinds) || rareEverywhere)) {
       // Sparse, one kind with a GIN index of its own (comments, users): its newest `most` matches of any age come
       // from one read of that index, and steps 2 and 3 are cut from them; apart, each step read every match of the
