@@ -82,14 +82,9 @@ for (const dialect of testDialects()) {
     it('every match once: the ranked recent window (the exact name first), then the older ones newest first', async () => {
       const found: string[] = [];
       for (let offset = 0; ; offset += 7) {
-        // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
-        const page = (await call(
-          t,
-          'GET',
-          `/search/users?query=ann&limit=7&offset=${offset}`,
-          t.guest,
-        )) as any[];
-        found.push(...page.map((u) => u.uuid as string));
+        const url = `/search/users?query=ann&limit=7&offset=${offset}`;
+        const page = (await call(t, 'GET', url, t.guest)) as { uuid: string }[];
+        found.push(...page.map((u) => u.uuid));
         if (page.length < 7) break;
       }
       const newestFirst = [...annabels].reverse();
