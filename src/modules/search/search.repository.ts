@@ -826,8 +826,8 @@ function pgCountInRange(match: Match, kinds: readonly DocKind[], range: IdRange,
  * counted up to `spreadCap`; null when not counted). The spread ranges sample the whole index, so a block of
  * documents without the words at the top (one author's thousand posts) cannot make a common word look rare
  * (docs/search.md, "Common words under a block of new posts"); they choose a plan only, never which matches are
- * ranked. With `countDocs`, also every document of the kinds in `newest` (null otherwise), for the density per
- * document of a kind that shares its ids with others.
+ * ranked. With `countDocs`, also every document of the kinds in `newest` when its count is at least `spreadWhenUnder`
+ * and under its cap (null otherwise), for the density per document of a kind that shares its ids with others.
  */
 export async function countNewestAndSpread(
   db: Db,
@@ -857,14 +857,16 @@ export async function countNewestAndSpread(
           spread.map((r) => pgCountInRange(match, kinds, r, spreadCap)),
           sql` + `,
         );
-  // The sum is asked only when the newest range is sparse (a CASE runs its subqueries only when chosen); OFFSET 0
-  // keeps the newest count one subquery, not copied into both columns.
+  // The sum is asked only when the newest range is sparse (a CASE runs its subqueries only when chosen), the documents
+  // only when it is dense but not common (under the cap); OFFSET 0 keeps the newest count one subquery, not copied
+  // into every column.
   const r = await sql<{
     newest: number | string;
     spread: number | string | null;
     docs: number | string | null;
   }>`
-    select n.v as newest, case when n.v < ${spreadWhenUnder} then ${spreadSum} end as spread, ${docs} as docs
+    select n.v as newest, case when n.v < ${spreadWhenUnder} then ${spreadSum} end as spread,
+      case when n.v >= ${spreadWhenUnder} and n.v < ${newest.cap} then ${docs} end as docs
     from (select ${pgCountInRange(match, kinds, newest, newest.cap, scope)} as v offset 0) n`.execute(db);
   const row = r.rows[0];
   const orNull = (v: number | string | null | undefined) =>
