@@ -58,6 +58,9 @@ export const COMMON_SPAN = 10;
  * "love"), walking ids in order about 0.6 µs each: walking 30,000 ids wins once the words match 1% of the world.
  */
 const DENSE = 100;
+/** The two costs above, in µs: a GIN entry read with its row, and a row walked in id order. */
+const GIN_ENTRY_US = 1.4;
+const WALK_ROW_US = 0.6;
 
 /**
  * PostgreSQL, one kind with a GIN index of its own (comments, users) whose newest documents are dense with the words:
@@ -78,7 +81,7 @@ export function kindIndexCheaper(d: {
   if (d.newest <= 0 || d.spanDocs <= 0 || d.spanIds <= 0) return false;
   const entries = (d.newest / d.spanIds) * d.kindIds;
   const walked = Math.min((d.spanDocs / d.spanIds) * d.windowIds, (d.most * d.spanDocs) / d.newest);
-  return entries * 1.4 < walked * 0.6;
+  return entries * GIN_ENTRY_US < walked * WALK_ROW_US;
 }
 /** Typo tolerance joins in when the exact matches are fewer than this. */
 export const TYPO_WHEN_FEWER_THAN = 3;
@@ -375,8 +378,8 @@ async function exactDocs(
     newest = counted.newest;
     widelyDense = counted.spread !== null && counted.spread * DENSE >= sampled;
     rareEverywhere = newest === 0 && (counted.spread ?? 0) === 0;
+    // The documents are counted only when the newest range is dense, so never beside the spread ranges' sum.
     kindIndex =
-      !widelyDense &&
       counted.docs !== null &&
       kindIndexCheaper({
         newest,
