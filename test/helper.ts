@@ -194,6 +194,32 @@ export async function countRows(db: Kysely<Database>, table: keyof Database & st
   return Number(row.n);
 }
 
+/**
+ * A users row for bulk inserts (insertInBatches): a lowercase `username` without a usable password, English, created
+ * `now`; `fields` sets the rest (a display name, say). Such users sign in nowhere; they fill the world a test needs.
+ */
+export function bulkUserRow(
+  username: string,
+  now: string,
+  fields: Partial<Insertable<Database['users']>> = {},
+): Insertable<Database['users']> {
+  const email = `${username}@example.test`;
+  return {
+    uuid: uuidv7(),
+    username,
+    username_key: username,
+    email,
+    email_key: email,
+    password_hash: 'x',
+    language: 'en',
+    role: 'user',
+    karma: 0,
+    created_at: now,
+    updated_at: now,
+    ...fields,
+  };
+}
+
 /** Inserts rows 500 to a statement (the engines bound the parameters of one statement). */
 export async function insertInBatches<T extends keyof Database & string>(
   db: Kysely<Database>,

@@ -6,9 +6,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CompiledQuery, createQueryId, sql } from 'kysely';
-import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { nowIso } from '../../src/db/time.ts';
 import { kindIndexCheaper, searchTuning, searchUsers } from '../../src/modules/search/search.service.ts';
-import { insertInBatches, recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
+import {
+  bulkUserRow,
+  insertInBatches,
+  recordingQueries,
+  startTestApp,
+  type TestApp,
+  testDialects,
+} from '../helper.ts';
 import { call } from './world.ts';
 
 describe('kindIndexCheaper', () => {
@@ -47,29 +54,16 @@ for (const dialect of testDialects()) {
     before(async () => {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
       const now = nowIso();
+      // In the recent window, one matching user is named the word exactly: it ranks first.
+      const bestAt = USERS - 5 * EVERY - 1;
       const users = Array.from({ length: USERS }, (_, i) => {
         const match = i % EVERY === EVERY - 1;
-        const uuid = uuidv7();
-        if (match) annabels.push(uuid);
-        // In the recent window, one matching user is named the word exactly: it ranks first.
-        const name = i === USERS - 5 * EVERY - 1 ? 'Ann' : match ? `Annabel ${i}` : `Zed ${i}`;
-        const key = `member${i}`;
-        return {
-          uuid,
-          username: key,
-          username_key: key,
-          email: `${key}@example.test`,
-          email_key: `${key}@example.test`,
-          password_hash: 'x',
-          display_name: name,
-          language: 'en',
-          role: 'user',
-          karma: 0,
-          created_at: now,
-          updated_at: now,
-        };
+        const name = i === bestAt ? 'Ann' : match ? `Annabel ${i}` : `Zed ${i}`;
+        const row = bulkUserRow(`member${i}`, now, { display_name: name });
+        if (match) annabels.push(row.uuid as string);
+        return row;
       });
-      best = users[USERS - 5 * EVERY - 1]?.uuid as string;
+      best = users[bestAt]?.uuid as string;
       await insertInBatches(t.ctx.db, 'users', users);
       if (dialect.name === 'postgres') await sql`analyze search_docs`.execute(t.ctx.db);
       Object.assign(searchTuning, TUNING);

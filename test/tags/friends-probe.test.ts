@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
-import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { nowIso } from '../../src/db/time.ts';
 import { findMatchesById } from '../../src/modules/search/search.repository.ts';
 import { newestAssociationsOf } from '../../src/modules/tag-association/tag-association.repository.ts';
-import { body, insertInBatches, recordingQueries, testDialects } from '../helper.ts';
+import { body, bulkUserRow, insertInBatches, recordingQueries, testDialects } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
 
 const FRIENDS = 3000;
@@ -26,21 +26,9 @@ describe('friends probed per row, not hashed per statement [postgres]', { skip: 
     hub = await t.createUser();
     friend = await t.createUser();
     const now = nowIso();
-    const others = Array.from({ length: FRIENDS }, (_, i) => ({
-      uuid: uuidv7(),
-      username: `hubfriend${i}`,
-      username_key: `hubfriend${i}`,
-      email: `hubfriend${i}@example.test`,
-      email_key: `hubfriend${i}@example.test`,
-      password_hash: 'x',
-      language: 'en',
-      role: 'user',
-      karma: 0,
-      created_at: now,
-      updated_at: now,
-    }));
+    const others = Array.from({ length: FRIENDS }, (_, i) => bulkUserRow(`hubfriend${i}`, now));
     await insertInBatches(t.ctx.db, 'users', others);
-    const friendRows = [...others.map((o) => o.uuid), friend.uuid].map((f) => ({
+    const friendRows = [...others.map((o) => o.uuid as string), friend.uuid].map((f) => ({
       user_uuid: hub.uuid,
       friend_uuid: f,
     }));
