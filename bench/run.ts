@@ -12,6 +12,7 @@ import { BENCH_USERNAME } from '../src/cli/seed/world.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { compactIndex } from '../src/modules/search/search.repository.ts';
+import { searchTuning } from '../src/modules/search/search.service.ts';
 import { warmDatabase } from './page-cache.ts';
 import { BENCH_POST_TEXT, NO_CACHE, type Scenario, scenarios, TAG_READ } from './scenarios.ts';
 
@@ -257,7 +258,7 @@ async function removeBenchPosts(opts: Options, list: Scenario[], base: string): 
       // Deletes leave markers in FTS5's segments (and dead rows on PostgreSQL) that every later search reads past:
       // compacted as `npm run cli -- search compact` does (docs/search.md, "Keeping the index compact").
       const started = Date.now();
-      const steps = await compactIndex(handle.db, handle.dialect);
+      const steps = await compactIndex(handle.db, handle.dialect, searchTuning.recentDocs);
       console.log(`compacted the search index: ${steps} merge steps in ${Date.now() - started} ms`);
       if (handle.dialect === 'postgres') {
         // The deleted posts' rows stay, dead, in the index ranges reads walk first (a tag's newest associations)

@@ -24,6 +24,7 @@ import { searchMessagePartyTokensMigration } from './migrations/0020-search-mess
 import { authVersionMigration } from './migrations/0021-auth-version.ts';
 import { tagCountsOneRowAtATimeMigration } from './migrations/0022-tag-counts-one-row-at-a-time.ts';
 import { karmaRuleMigration } from './migrations/0023-karma-rule.ts';
+import { searchRecentIndexMigration } from './migrations/0024-search-recent-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -51,6 +52,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0021-auth-version': authVersionMigration(dialect),
     '0022-tag-counts-one-row-at-a-time': tagCountsOneRowAtATimeMigration(dialect),
     '0023-karma-rule': karmaRuleMigration(dialect),
+    '0024-search-recent-index': searchRecentIndexMigration(dialect),
   };
 }
 

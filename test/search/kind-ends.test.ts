@@ -60,13 +60,13 @@ for (const dialect of testDialects()) {
         .reduce((a, b) => (which === 'first' ? Math.min(a, b) : Math.max(a, b)));
 
     it('docIdRanges answers the first and last id of each set of kinds', async () => {
-      const [some, withMessages] = await docIdRanges(t.ctx.db, [SOME, WITH_MESSAGES]);
+      const [some, withMessages] = (await docIdRanges(t.ctx.db, [SOME, WITH_MESSAGES])).ranges;
       assert.deepEqual(some, { first: end(SOME, 'first'), last: end(SOME, 'last') });
       assert.deepEqual(withMessages, {
         first: end(WITH_MESSAGES, 'first'),
         last: end(WITH_MESSAGES, 'last'),
       });
-      const [media] = await docIdRanges(t.ctx.db, [['media']]);
+      const [media] = (await docIdRanges(t.ctx.db, [['media']])).ranges;
       assert.deepEqual(media, ends.get('media'));
     });
 

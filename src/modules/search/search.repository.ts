@@ -154,14 +154,13 @@ function ftsTables(match: Match): { table: 'search_fts' | 'search_fts_en'; lastP
  * The tsquery of a match: all words as typed with the last as a prefix, or (with a stemming language) all words
  * stemmed as whole words; the same two alternatives as the two FTS5 tables on SQLite.
  */
-function tsquery(match: Match): RawBuilder<unknown> {
-  // Plain lexemes carry weight A, stemmed ones B (migration 0005): words as typed match plain lexemes only.
+function tsquery(match: Match, weighted = true): RawBuilder<unknown> {
+  // Plain lexemes carry weight A, stemmed ones B (migration 0005): words as typed match plain lexemes only. Without
+  // the weights the query matches a superset, which an index without weights answers without rechecking each row.
+  const suffix = (i: number) => (isPrefixTerm(match.terms, i) ? ':*' : ':') + (weighted ? 'A' : '');
   const all = (config: string, plain: boolean) =>
     sql.join(
-      match.terms.map(
-        (t, i) =>
-          sql`to_tsquery(${config}::regconfig, ${`'${t}'${plain ? (isPrefixTerm(match.terms, i) ? ':*A' : ':A') : ''}`})`,
-      ),
+      match.terms.map((t, i) => sql`to_tsquery(${config}::regconfig, ${`'${t}'${plain ? suffix(i) : ''}`})`),
       sql` && `,
     );
   const stemmer = match.stem ? PG_STEMMERS[match.stem] : undefined;
@@ -244,6 +243,12 @@ export interface IdWalk {
    * those up to the limit), which a range sized to the page keeps small. Ignored elsewhere.
    */
   forward?: boolean | undefined;
+  /**
+   * PostgreSQL, a forced walk of the recent window: the bound of the index of recent documents (`search_docs_recent_tsv`,
+   * every document with an id above it), which the caller found cheaper to read than the window's rows in id order.
+   * Used only when the whole range lies above the bound; otherwise the walk goes as without it.
+   */
+  recentIndex?: number | undefined;
   offset: number;
   limit: number;
 }
@@ -312,6 +317,8 @@ interface PgWalkRange {
   withText?: boolean | undefined;
   /** With forceWalk: read every match of the bounded range in ascending id order, then order them (IdWalk.forward). */
   forward?: boolean | undefined;
+  /** With forceWalk: the bound of the index of recent documents (IdWalk.recentIndex). */
+  recentIndex?: number | undefined;
 }
 
 /** The matches in scope of a PostgreSQL walk in id order, without its window (at most `most` of them, if given). */
@@ -338,6 +345,18 @@ function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: numbe
         union all ${side('recipient_uuid', sql`and d.owner_uuid <> ${scope.viewer}`)}) d
       order by d.id ${dir}`;
   }
+  if (walk.forceWalk && inRecentIndex(walk, scope)) {
+    // The index of recent documents (refreshRecentIndex) holds every document but messages above its bound, so this
+    // range's matches are its entries; ts_match_vq() then checks the words with their weights. Materialized, and the
+    // range bounded by `id + 0`, so the planner reads that index rather than the primary key's range (docs/search.md,
+    // "The index of recent documents (PostgreSQL)").
+    const bounded = idBounds(sql`d.id + 0`, walk);
+    return sql`with m as materialized (
+        select ${walkColumns(walk.withText)} from search_docs d
+        where strip(d.tsv) @@ ${tsquery(match, false)} and d.id > ${walk.recentIndex} and d.kind <> 'messages'
+          and ts_match_vq(d.tsv, ${tsquery(match)}) ${bounded} and ${scopeCondition(scope)})
+      select * from m order by m.id ${dir}`;
+  }
   // ts_match_vq() is what @@ calls, but no index serves a function call: the plan becomes an id-ordered scan.
   const matched = walk.forceWalk
     ? sql`ts_match_vq(d.tsv, ${tsquery(match)})`
@@ -359,6 +378,20 @@ function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: numbe
     return sql`with m as materialized (${rows}) select * from m order by m.id ${dir}`;
   }
   return sql`${rows} order by d.id ${dir}`;
+}
+
+/**
+ * Whether a walk can read the index of recent documents it was given: its whole id range lies above the index's bound,
+ * and it keeps no message (a guest sees none; a signed-in caller's are walked apart, pgMessagesApart).
+ */
+function inRecentIndex(walk: PgWalkRange, scope: Scope): walk is PgWalkRange & { recentIndex: number } {
+  const noMessage = scope.viewer === null || !scope.kinds.includes('messages');
+  return (
+    noMessage &&
+    walk.recentIndex !== undefined &&
+    walk.afterId !== undefined &&
+    walk.afterId >= walk.recentIndex
+  );
 }
 
 /**
@@ -882,7 +915,7 @@ export async function docIdRange(
   db: Db,
   kinds: readonly DocKind[],
 ): Promise<{ first: number; last: number }> {
-  return (await docIdRanges(db, [kinds]))[0] as { first: number; last: number };
+  return (await docIdRanges(db, [kinds])).ranges[0] as { first: number; last: number };
 }
 
 /**
@@ -903,12 +936,14 @@ function kindEnd(direction: 'asc' | 'desc', kind: DocKind, beforeId?: number): R
 
 /**
  * docIdRange of each set of kinds, in one statement: a signed-in search needs the range of the kinds other than
- * messages and that of every kind it searches, and on PostgreSQL each statement is a round trip.
+ * messages and that of every kind it searches, and on PostgreSQL each statement is a round trip. With
+ * `withRecentIndex` (PostgreSQL only) also the bound of the index of recent documents, undefined when there is none.
  */
 export async function docIdRanges(
   db: Db,
   kindSets: readonly (readonly DocKind[])[],
-): Promise<{ first: number; last: number }[]> {
+  withRecentIndex = false,
+): Promise<{ ranges: { first: number; last: number }[]; recentIndex: number | undefined }> {
   // One min() or max() per statement: SQLite answers a lone min()/max() from the index's end, but scans every
   // entry for `select min(id), max(id)` (65 ms over 1,400,000 documents).
   const end = (fn: 'min' | 'max', kind?: DocKind) =>
@@ -928,16 +963,22 @@ export async function docIdRanges(
     (kinds, i) =>
       sql`${pick('min', kinds)} as ${sql.raw(`first${i}`)}, ${pick('max', kinds)} as ${sql.raw(`last${i}`)}`,
   );
+  // PostgreSQL: the bound of the index of recent documents, read in the same statement (no row: no such index).
+  if (withRecentIndex) columns.push(sql`(select bound from search_recent where id = 1) as recent_bound`);
   // Prepared on PostgreSQL: planning the union of index-end probes took 1 ms per search, their run 0.2 ms; the plan
   // (each probe an index end) does not depend on the kinds bound.
   const r = await sql<
     Record<string, number | string | null>
   >`select ${PREPARED} ${sql.join(columns)}`.execute(db);
   const row = r.rows[0] ?? {};
-  return kindSets.map((_, i) => ({
-    first: Number(row[`first${i}`] ?? 0),
-    last: Number(row[`last${i}`] ?? 0),
-  }));
+  const bound = row.recent_bound;
+  return {
+    ranges: kindSets.map((_, i) => ({
+      first: Number(row[`first${i}`] ?? 0),
+      last: Number(row[`last${i}`] ?? 0),
+    })),
+    recentIndex: bound === null || bound === undefined ? undefined : Number(bound),
+  };
 }
 
 /**
@@ -1150,8 +1191,73 @@ export const MAX_MERGE_STEPS = 2000;
  * vacuums and analyzes the index tables, which also empties the GIN pending list. Returns the merge steps taken (0
  * on PostgreSQL).
  */
-export async function compactIndex(db: Db, dialect: Dialect): Promise<number> {
+/** The index of recent documents (PostgreSQL) and the name it is built under before it replaces the last one. */
+const RECENT_INDEX = 'search_docs_recent_tsv';
+const RECENT_INDEX_NEXT = 'search_docs_recent_next';
+
+/**
+ * PostgreSQL: builds the index of recent documents again when its bound lags `span` ids or more behind where it
+ * belongs, `2 * span` ids below the newest document other than a message (or builds it, when there is none); returns
+ * the bound in force afterwards (undefined: none, the world being smaller than that). A GIN index over `strip(tsv)`
+ * of every document but messages with an id above the bound: the main index cannot answer `strip(tsv) @@ ...`, so a
+ * search asks this one only when it chooses to, and messages are walked apart (docs/search.md, "The index of recent
+ * documents (PostgreSQL)").
+ *
+ * Built concurrently under another name, so the API keeps reading and writing; the bound moves once it is valid
+ * (searches bounded above the new bound may read either index), then the old index goes. A build cut short leaves the
+ * other name behind, dropped by the next call. Not in a transaction: PostgreSQL builds concurrently only outside one.
+ */
+export async function refreshRecentIndex(db: Db, span: number): Promise<number | undefined> {
+  return db.connection().execute(async (conn) => {
+    const top = await sql<{
+      top: number | string | null;
+      bound: number | string | null;
+      valid: boolean | null;
+    }>`
+      select (select max(v) from (${sql.join(
+        DOC_KINDS.filter((k) => k !== 'messages').map((k) => sql`select ${kindEnd('desc', k)} as v`),
+        sql` union all `,
+      )}) k) as top,
+        (select bound from search_recent where id = 1) as bound,
+        (select i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid
+          where c.relname = ${RECENT_INDEX} and c.relnamespace = current_schema()::regnamespace) as valid`.execute(
+      conn,
+    );
+    const row = top.rows[0];
+    const current = row?.bound === null || row?.bound === undefined ? undefined : Number(row.bound);
+    const target = Number(row?.top ?? 0) - 2 * span;
+    // Ids only grow, but for `search reindex`, which numbers the documents from 1 again (and forgets the bound).
+    const fresh =
+      row?.valid === true && current !== undefined && current <= target && target - current < span;
+    if (target <= 0 || fresh) return current;
+    await sql.raw('set statement_timeout = 0').execute(conn);
+    try {
+      await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX_NEXT)}`.execute(conn);
+      // The bound is an integer this function computed from max(id), never a request's value; DDL takes no parameter.
+      await sql
+        .raw(
+          `create index concurrently ${RECENT_INDEX_NEXT} on search_docs using gin (strip(tsv))
+            where id > ${Math.trunc(target)} and kind <> 'messages'`,
+        )
+        .execute(conn);
+      await sql`insert into search_recent (id, bound) values (1, ${target})
+        on conflict (id) do update set bound = excluded.bound`.execute(conn);
+      await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX)}`.execute(conn);
+      await sql`alter index ${sql.id(RECENT_INDEX_NEXT)} rename to ${sql.id(RECENT_INDEX)}`.execute(conn);
+    } finally {
+      await sql.raw('reset statement_timeout').execute(conn);
+    }
+    return target;
+  });
+}
+
+/**
+ * Compacts the search index (the `search compact` command): SQLite merges FTS5 segments (returns the steps taken);
+ * PostgreSQL first moves the index of recent documents up (refreshRecentIndex, by `recentSpan` ids), then vacuums.
+ */
+export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number): Promise<number> {
   if (dialect === 'postgres') {
+    await refreshRecentIndex(db, recentSpan);
     // On one connection, without the API's statement timeout: a million documents take longer than it allows.
     await db.connection().execute(async (conn) => {
       await sql.raw('set statement_timeout = 0').execute(conn);
@@ -1200,6 +1306,9 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
     // A rebuild of a large index outlasts the API's statement timeout; it holds the tables for its duration.
     await sql.raw('set local statement_timeout = 0').execute(db);
     await sql.raw('truncate search_docs, search_names restart identity').execute(db);
+    // The ids start again from 1, below the bound of the index of recent documents: searches walk until `search
+    // compact` builds it again.
+    await sql.raw('delete from search_recent').execute(db);
   } else {
     await sql.raw('delete from search_names').execute(db);
     await sql.raw('delete from search_docs').execute(db);

@@ -83,6 +83,35 @@ export function kindIndexCheaper(d: {
   const walked = Math.min((d.spanDocs / d.spanIds) * d.windowIds, (d.most * d.spanDocs) / d.newest);
   return entries * GIN_ENTRY_US < walked * WALK_ROW_US;
 }
+/**
+ * An entry of the index of recent documents, read with its row and checked, costs about as much as this many rows
+ * walked in id order: `love` read 1,278 entries in 1.3 ms, where the walk of the window's 30,000 rows took 9.4 ms
+ * (PostgreSQL 15, the seeded world, each statement 300 times by pgbench, its planning left out), about 3.3 rows an
+ * entry; rounded up, as the density it is multiplied by counts only the matches the caller may see.
+ */
+const RECENT_ENTRY_ROWS = 4;
+
+/**
+ * PostgreSQL, one word the recent window is walked for (dense enough among its newest documents): whether reading its
+ * entries in the index of recent documents (every document but messages above the index's bound, up to the newest
+ * of the searched kinds: `indexIds` ids, documents the caller may not see included) costs less than walking the window's rows in id order until `most`
+ * matches. The newest range's count (matches in the caller's scope) gives the density. `love`, one match in 57 of the
+ * newest documents, has about 1,300 entries in the seeded world's index of 60,000 ids; its walk reads all 30,000 rows
+ * of the window. A word in one document of ten stops its walk after 10,000 rows, where the index holds 6,000 entries.
+ */
+export function recentIndexCheaper(d: {
+  newest: number;
+  spanIds: number;
+  indexIds: number;
+  windowIds: number;
+  most: number;
+}): boolean {
+  if (d.spanIds <= 0 || d.indexIds <= 0) return false;
+  const density = Math.max(1, d.newest) / d.spanIds;
+  const entries = density * d.indexIds;
+  const walked = Math.min(d.windowIds, d.most / density);
+  return entries * RECENT_ENTRY_ROWS < walked;
+}
 /** Typo tolerance joins in when the exact matches are fewer than this. */
 export const TYPO_WHEN_FEWER_THAN = 3;
 /** Most typo-tolerant matches appended to a result. */
@@ -246,7 +275,8 @@ async function exactDocs(
   if (scope.viewer === null && others.length === 0) return [];
   const kinds = others.length > 0 ? others : scope.kinds;
   const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
-  const [ofOthers, ofAll] = await repo.docIdRanges(db, mine ? [kinds, scope.kinds] : [kinds]);
+  const ends = await repo.docIdRanges(db, mine ? [kinds, scope.kinds] : [kinds], dialect === 'postgres');
+  const [ofOthers, ofAll] = ends.ranges;
   const { first: firstOther, last: top } = ofOthers as { first: number; last: number };
   const { first, last } = ofAll ?? { first: firstOther, last: top };
   // The recent window: the ids (recent, last], its documents other than messages among the ids (recent, top];
@@ -295,6 +325,7 @@ async function exactDocs(
       ginFirst?: boolean;
       rare?: boolean;
       walkAbove?: number | undefined;
+      recentIndex?: number | undefined;
     },
   ) =>
     repo.findMatchesById(db, dialect, match, scope, {
@@ -421,7 +452,25 @@ async function exactDocs(
       candidates = inRecent.length >= fewest ? inRecent : all;
       more = inRecent.length >= fewest || all.length === most;
     } else {
-      candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk });
+      // PostgreSQL: the index of recent documents instead of the window's rows, where that reads less (docs/search.md,
+      // "The index of recent documents (PostgreSQL)"). One word only: the count gives the density of all the words
+      // together, but GIN reads each word's entries, and those of `the`, `and`, `of` fill most of the index.
+      const bound = ends.recentIndex;
+      const recentIndex =
+        forceWalk &&
+        match.terms.length === 1 &&
+        bound !== undefined &&
+        recent >= bound &&
+        recentIndexCheaper({
+          newest,
+          spanIds: span.toId - span.afterId,
+          indexIds: top - bound,
+          windowIds: last - recent,
+          most,
+        })
+          ? bound
+          : undefined;
+      candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk, recentIndex });
       if (candidates.length < fewest) {
         // 3. ... else (a rare query) the newest `most` matches whatever their age.
         if (recent >= first && dialect === 'postgres') {
@@ -864,5 +913,5 @@ export async function reindex(ctx: Context): Promise<{ docs: number; names: numb
 
 /** Compacts the search index (the `search compact` command; docs/search.md, "Keeping the index compact"). */
 export async function compactSearchIndex(ctx: Context): Promise<{ steps: number }> {
-  return { steps: await repo.compactIndex(ctx.db, ctx.dialect) };
+  return { steps: await repo.compactIndex(ctx.db, ctx.dialect, searchTuning.recentDocs) };
 }
