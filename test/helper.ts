@@ -3,7 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import type { Insertable, Kysely, RootOperationNode } from 'kysely';
+import {
+  CompiledQuery,
+  createQueryId,
+  type Insertable,
+  type Kysely,
+  type RootOperationNode,
+  sql,
+} from 'kysely';
 import pg from 'pg';
 import { apiConnectOptions, buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
@@ -262,4 +269,53 @@ export function recordingQueries(db: Kysely<Database>): { db: Kysely<Database>; 
     transformResult: async (args) => args.result,
   });
   return { db: recording, nodes };
+}
+
+/**
+ * PostgreSQL plans (`explain`) of the recorded queries whose SQL `keep` accepts, asked as for a big table: the test
+ * worlds fit a few pages, where a sequential scan wins.
+ */
+export async function explainRecorded(
+  db: Kysely<Database>,
+  nodes: RootOperationNode[],
+  keep: (sql: string) => boolean,
+): Promise<string[]> {
+  const plans: string[] = [];
+  await db.connection().execute(async (c) => {
+    await sql`set enable_seqscan = off`.execute(c);
+    for (const node of nodes) {
+      const compiled = c.getExecutor().compileQuery(node, createQueryId());
+      if (!keep(compiled.sql)) continue;
+      const r = await c.executeQuery<{ 'QUERY PLAN': string }>(
+        CompiledQuery.raw(`explain ${compiled.sql}`, [...compiled.parameters]),
+      );
+      plans.push(r.rows.map((row) => row['QUERY PLAN']).join('\n'));
+    }
+    await sql`reset enable_seqscan`.execute(c);
+  });
+  return plans;
+}
+
+/**
+ * Inserts `count` users straight into the database, one in `every` (the last of each run of `every`) named `Annabel
+ * <i>` and the others `Zed <i>`, but those at `exactAt`, named `Ann`; returns the matching users' uuids oldest first
+ * and those of the users at `exactAt`, in that order.
+ */
+export async function insertAnnabels(
+  db: Kysely<Database>,
+  count: number,
+  every: number,
+  exactAt: number[],
+): Promise<{ matching: string[]; exact: string[] }> {
+  const now = nowIso();
+  const matching: string[] = [];
+  const rows = Array.from({ length: count }, (_, i) => {
+    const match = i % every === every - 1;
+    const name = exactAt.includes(i) ? 'Ann' : match ? `Annabel ${i}` : `Zed ${i}`;
+    const row = bulkUserRow(`member${i}`, now, { display_name: name });
+    if (match) matching.push(row.uuid as string);
+    return row;
+  });
+  await insertInBatches(db, 'users', rows);
+  return { matching, exact: exactAt.map((i) => rows[i]?.uuid as string) };
 }

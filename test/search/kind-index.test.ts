@@ -5,12 +5,11 @@
 // engine, and on PostgreSQL the users must come from the user kind's own GIN index.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CompiledQuery, createQueryId, sql } from 'kysely';
-import { nowIso } from '../../src/db/time.ts';
+import { sql } from 'kysely';
 import { kindIndexCheaper, searchTuning, searchUsers } from '../../src/modules/search/search.service.ts';
 import {
-  bulkUserRow,
-  insertInBatches,
+  explainRecorded,
+  insertAnnabels,
   recordingQueries,
   startTestApp,
   type TestApp,
@@ -53,18 +52,10 @@ for (const dialect of testDialects()) {
 
     before(async () => {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
-      const now = nowIso();
       // In the recent window, one matching user is named the word exactly: it ranks first.
-      const bestAt = USERS - 5 * EVERY - 1;
-      const users = Array.from({ length: USERS }, (_, i) => {
-        const match = i % EVERY === EVERY - 1;
-        const name = i === bestAt ? 'Ann' : match ? `Annabel ${i}` : `Zed ${i}`;
-        const row = bulkUserRow(`member${i}`, now, { display_name: name });
-        if (match) annabels.push(row.uuid as string);
-        return row;
-      });
-      best = users[bestAt]?.uuid as string;
-      await insertInBatches(t.ctx.db, 'users', users);
+      const inserted = await insertAnnabels(t.ctx.db, USERS, EVERY, [USERS - 5 * EVERY - 1]);
+      annabels.push(...inserted.matching);
+      best = inserted.exact[0] as string;
       if (dialect.name === 'postgres') await sql`analyze search_docs`.execute(t.ctx.db);
       Object.assign(searchTuning, TUNING);
     });
@@ -94,20 +85,7 @@ for (const dialect of testDialects()) {
       const { db, nodes } = recordingQueries(t.ctx.db);
       const page = await searchUsers({ ...t.ctx, readDb: db }, null, { query: 'ann', limit: 5 }, false);
       assert.equal(page.data[0]?.uuid, best);
-      const plans: string[] = [];
-      await t.ctx.db.connection().execute(async (c) => {
-        // 600 users fit a few pages, where a sequential scan wins: the plan is asked as for a big table.
-        await sql`set enable_seqscan = off`.execute(c);
-        for (const node of nodes) {
-          const compiled = c.getExecutor().compileQuery(node, createQueryId());
-          if (!compiled.sql.includes('search_docs d')) continue;
-          const r = await c.executeQuery<{ 'QUERY PLAN': string }>(
-            CompiledQuery.raw(`explain ${compiled.sql}`, [...compiled.parameters]),
-          );
-          plans.push(r.rows.map((row) => row['QUERY PLAN']).join('\n'));
-        }
-        await sql`reset enable_seqscan`.execute(c);
-      });
+      const plans = await explainRecorded(t.ctx.db, nodes, (text) => text.includes('search_docs d'));
       // The count of the newest range, then one read of the candidates: every match of the kind by `@@` (which the
       // GIN indexes serve; on the seeded world, search_docs_tsv_user), materialized and sorted. The walk it replaces
       // tested ts_match_vq on each row of the window in id order.

@@ -5,7 +5,7 @@
 // signed-in user with messages of their own, and when the window reaches below the index's bound.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CompiledQuery, createQueryId, sql } from 'kysely';
+import { sql } from 'kysely';
 import { nowIso } from '../../src/db/time.ts';
 import { refreshRecentIndex } from '../../src/modules/search/search.repository.ts';
 import {
@@ -16,6 +16,8 @@ import {
 } from '../../src/modules/search/search.service.ts';
 import {
   bulkUserRow,
+  explainRecorded,
+  insertAnnabels,
   insertInBatches,
   recordingQueries,
   startTestApp,
@@ -79,19 +81,12 @@ for (const dialect of testDialects()) {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
       alice = await t.createUser('alice');
       bob = await t.createUser('bob');
-      const now = nowIso();
-      const bestAt = USERS - 3 * EVERY - 1;
-      const olderAt = USERS - 37 * EVERY - 1;
-      const users = Array.from({ length: USERS }, (_, i) => {
-        const match = i % EVERY === EVERY - 1;
-        const name = i === bestAt || i === olderAt ? 'Ann' : match ? `Annabel ${i}` : `Zed ${i}`;
-        const row = bulkUserRow(`member${i}`, now, { display_name: name });
-        if (match) annabels.push(row.uuid as string);
-        return row;
-      });
-      best = users[bestAt]?.uuid as string;
-      older = users[olderAt]?.uuid as string;
-      await insertInBatches(t.ctx.db, 'users', users);
+      const inserted = await insertAnnabels(t.ctx.db, USERS, EVERY, [
+        USERS - 3 * EVERY - 1,
+        USERS - 37 * EVERY - 1,
+      ]);
+      annabels.push(...inserted.matching);
+      [best, older] = inserted.exact as [string, string];
       // Alice's own message, newer than every user: found by her only.
       message = (
         await call(t, 'POST', '/messages', alice.token, { recipient_uuid: bob.uuid, body: 'ann, call me' })
@@ -137,20 +132,7 @@ for (const dialect of testDialects()) {
       const { db, nodes } = recordingQueries(t.ctx.db);
       const page = await search({ ...t.ctx, readDb: db }, null, { query: 'ann', limit: 5 });
       assert.equal(page.data[0]?.uuid, best);
-      const plans: string[] = [];
-      await t.ctx.db.connection().execute(async (c) => {
-        // 1,200 users fit a few pages, where a sequential scan wins: the plan is asked as for a big table.
-        await sql`set enable_seqscan = off`.execute(c);
-        for (const node of nodes) {
-          const compiled = c.getExecutor().compileQuery(node, createQueryId());
-          if (!compiled.sql.includes('strip(d.tsv)')) continue;
-          const r = await c.executeQuery<{ 'QUERY PLAN': string }>(
-            CompiledQuery.raw(`explain ${compiled.sql}`, [...compiled.parameters]),
-          );
-          plans.push(r.rows.map((row) => row['QUERY PLAN']).join('\n'));
-        }
-        await sql`reset enable_seqscan`.execute(c);
-      });
+      const plans = await explainRecorded(t.ctx.db, nodes, (text) => text.includes('strip(d.tsv)'));
       assert.equal(plans.length, 1, 'one read of the window, through the index');
       assert.match(plans[0] as string, /Bitmap Index Scan on search_docs_recent_tsv/, plans[0]);
     });
