@@ -185,6 +185,22 @@ for (const dialect of testDialects()) {
         again.rows.map((r) => Number(r.bound)),
         [rebuilt],
       );
+      // Two commands at once: one builds, the other waits for it and finds the index fresh.
+      await sql`delete from search_recent`.execute(t.ctx.db);
+      const both = await Promise.all([
+        refreshRecentIndex(t.ctx.db, searchTuning.recentDocs),
+        refreshRecentIndex(t.ctx.db, searchTuning.recentDocs),
+      ]);
+      assert.deepEqual(both, [rebuilt, rebuilt]);
+      const indexes = await sql<{ name: string }>`
+        select indexrelid::regclass::text as name from pg_index
+        where indrelid = 'search_docs'::regclass and indexrelid::regclass::text like 'search_docs_recent%'`.execute(
+        t.ctx.db,
+      );
+      assert.deepEqual(
+        indexes.rows.map((r) => r.name),
+        ['search_docs_recent_tsv'],
+      );
     });
   });
 }

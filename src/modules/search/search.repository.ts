@@ -1194,6 +1194,8 @@ export const MAX_MERGE_STEPS = 2000;
 /** The index of recent documents (PostgreSQL) and the name it is built under before it replaces the last one. */
 const RECENT_INDEX = 'search_docs_recent_tsv';
 const RECENT_INDEX_NEXT = 'search_docs_recent_next';
+/** How long a second `search compact` waits between tries while another builds the index of recent documents. */
+const LOCK_RETRY_MS = 100;
 
 /**
  * PostgreSQL: builds the index of recent documents again when its bound lags `span` ids or more behind where it
@@ -1209,46 +1211,63 @@ const RECENT_INDEX_NEXT = 'search_docs_recent_next';
  */
 export async function refreshRecentIndex(db: Db, span: number): Promise<number | undefined> {
   return db.connection().execute(async (conn) => {
-    const top = await sql<{
-      top: number | string | null;
-      bound: number | string | null;
-      valid: boolean | null;
-    }>`
-      select (select max(v) from (${sql.join(
-        DOC_KINDS.filter((k) => k !== 'messages').map((k) => sql`select ${kindEnd('desc', k)} as v`),
-        sql` union all `,
-      )}) k) as top,
-        (select bound from search_recent where id = 1) as bound,
-        (select i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid
-          where c.relname = ${RECENT_INDEX} and c.relnamespace = current_schema()::regnamespace) as valid`.execute(
-      conn,
-    );
-    const row = top.rows[0];
-    const current = row?.bound === null || row?.bound === undefined ? undefined : Number(row.bound);
-    const target = Number(row?.top ?? 0) - 2 * span;
-    // Ids only grow, but for `search reindex`, which numbers the documents from 1 again (and forgets the bound).
-    const fresh =
-      row?.valid === true && current !== undefined && current <= target && target - current < span;
-    if (target <= 0 || fresh) return current;
-    await sql.raw('set statement_timeout = 0').execute(conn);
-    try {
-      await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX_NEXT)}`.execute(conn);
-      // The bound is an integer this function computed from max(id), never a request's value; DDL takes no parameter.
-      await sql
-        .raw(
-          `create index concurrently ${RECENT_INDEX_NEXT} on search_docs using gin (strip(tsv))
-            where id > ${Math.trunc(target)} and kind <> 'messages'`,
-        )
-        .execute(conn);
-      await sql`insert into search_recent (id, bound) values (1, ${target})
-        on conflict (id) do update set bound = excluded.bound`.execute(conn);
-      await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX)}`.execute(conn);
-      await sql`alter index ${sql.id(RECENT_INDEX_NEXT)} rename to ${sql.id(RECENT_INDEX)}`.execute(conn);
-    } finally {
-      await sql.raw('reset statement_timeout').execute(conn);
+    // Two commands at once would build under the same name: the second waits, then finds the index fresh. It waits
+    // between tries, not in a statement: a building index waits for every open transaction, a waiting lock's too.
+    for (;;) {
+      const got = await sql<{
+        got: boolean;
+      }>`select pg_try_advisory_lock(hashtext(${RECENT_INDEX})) as got`.execute(conn);
+      if (got.rows[0]?.got) break;
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
-    return target;
+    try {
+      return await refreshRecentIndexLocked(conn, span);
+    } finally {
+      await sql`select pg_advisory_unlock(hashtext(${RECENT_INDEX}))`.execute(conn);
+    }
   });
+}
+
+/** refreshRecentIndex's work, under its lock. */
+async function refreshRecentIndexLocked(conn: Db, span: number): Promise<number | undefined> {
+  const top = await sql<{
+    top: number | string | null;
+    bound: number | string | null;
+    valid: boolean | null;
+  }>`
+    select (select max(v) from (${sql.join(
+      DOC_KINDS.filter((k) => k !== 'messages').map((k) => sql`select ${kindEnd('desc', k)} as v`),
+      sql` union all `,
+    )}) k) as top,
+      (select bound from search_recent where id = 1) as bound,
+      (select i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid
+        where c.relname = ${RECENT_INDEX} and c.relnamespace = current_schema()::regnamespace) as valid`.execute(
+    conn,
+  );
+  const row = top.rows[0];
+  const current = row?.bound === null || row?.bound === undefined ? undefined : Number(row.bound);
+  const target = Number(row?.top ?? 0) - 2 * span;
+  // Ids only grow, but for `search reindex`, which numbers the documents from 1 again (and forgets the bound).
+  const fresh = row?.valid === true && current !== undefined && current <= target && target - current < span;
+  if (target <= 0 || fresh) return current;
+  await sql.raw('set statement_timeout = 0').execute(conn);
+  try {
+    await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX_NEXT)}`.execute(conn);
+    // The bound is an integer this function computed from max(id), never a request's value; DDL takes no parameter.
+    await sql
+      .raw(
+        `create index concurrently ${RECENT_INDEX_NEXT} on search_docs using gin (strip(tsv))
+          where id > ${Math.trunc(target)} and kind <> 'messages'`,
+      )
+      .execute(conn);
+    await sql`insert into search_recent (id, bound) values (1, ${target})
+      on conflict (id) do update set bound = excluded.bound`.execute(conn);
+    await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX)}`.execute(conn);
+    await sql`alter index ${sql.id(RECENT_INDEX_NEXT)} rename to ${sql.id(RECENT_INDEX)}`.execute(conn);
+  } finally {
+    await sql.raw('reset statement_timeout').execute(conn);
+  }
+  return target;
 }
 
 /**
