@@ -109,12 +109,12 @@ export async function seedDatabase(
     const started = Date.now();
     const bulk = options.bulk ?? handle.dialect === 'postgres';
     const counts = await new World(ctx, { ...options, bulk }).run(onProgress);
+    // PostgreSQL: the index of recent documents, as `search compact` keeps it (docs/search.md).
+    if (handle.dialect === 'postgres') await refreshRecentIndex(handle.db, searchTuning.recentDocs);
     // Statistics for the planners, as a finished database has them; SQLite back in the WAL mode the API uses. On
     // PostgreSQL a vacuum too, as autovacuum would do after a load (and this machine runs with it off): until the
     // visibility map is set, counts the index answers read the heap instead (the top hashtag's association count, 1.5
     // ms from the index, took 48 ms through 13,205 heap blocks). 9 s on the 1,000,000-post world.
-    // PostgreSQL: the index of recent documents, as `search compact` keeps it (docs/search.md).
-    if (handle.dialect === 'postgres') await refreshRecentIndex(handle.db, searchTuning.recentDocs);
     await sql`${sql.raw(handle.dialect === 'postgres' ? 'VACUUM (ANALYZE)' : 'ANALYZE')}`.execute(handle.db);
     if (handle.dialect === 'sqlite') await sql`PRAGMA journal_mode = WAL`.execute(handle.db);
     return { counts, bulk, seconds: (Date.now() - started) / 1000 };

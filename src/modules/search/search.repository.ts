@@ -1184,13 +1184,6 @@ export const MERGE_STEP_PAGES = 500;
  */
 export const MAX_MERGE_STEPS = 2000;
 
-/**
- * Compacts the search index after writes and deletes (docs/search.md, "Keeping the index compact"). SQLite: merges
- * each FTS5 table's segments step by step until no step finds work (FTS5 reports work as two or more changes counted
- * on the connection; `usermerge` 2 lets a step merge any two segments of a level) or MAX_MERGE_STEPS. PostgreSQL:
- * vacuums and analyzes the index tables, which also empties the GIN pending list. Returns the merge steps taken (0
- * on PostgreSQL).
- */
 /** The index of recent documents (PostgreSQL) and the name it is built under before it replaces the last one. */
 const RECENT_INDEX = 'search_docs_recent_tsv';
 const RECENT_INDEX_NEXT = 'search_docs_recent_next';
@@ -1230,28 +1223,23 @@ export async function refreshRecentIndex(db: Db, span: number): Promise<number |
 
 /** refreshRecentIndex's work, under its lock. */
 async function refreshRecentIndexLocked(conn: Db, span: number): Promise<number | undefined> {
-  const top = await sql<{
-    top: number | string | null;
-    bound: number | string | null;
-    valid: boolean | null;
-  }>`
-    select (select max(v) from (${sql.join(
-      DOC_KINDS.filter((k) => k !== 'messages').map((k) => sql`select ${kindEnd('desc', k)} as v`),
-      sql` union all `,
-    )}) k) as top,
-      (select bound from search_recent where id = 1) as bound,
+  const { last: top } = await docIdRange(
+    conn,
+    DOC_KINDS.filter((k) => k !== 'messages'),
+  );
+  const state = await sql<{ bound: number | string | null; valid: boolean | null }>`
+    select (select bound from search_recent where id = 1) as bound,
       (select i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid
         where c.relname = ${RECENT_INDEX} and c.relnamespace = current_schema()::regnamespace) as valid`.execute(
     conn,
   );
-  const row = top.rows[0];
+  const row = state.rows[0];
   const current = row?.bound === null || row?.bound === undefined ? undefined : Number(row.bound);
-  const target = Number(row?.top ?? 0) - 2 * span;
+  const target = top - 2 * span;
   // Ids only grow, but for `search reindex`, which numbers the documents from 1 again (and forgets the bound).
   const fresh = row?.valid === true && current !== undefined && current <= target && target - current < span;
   if (target <= 0 || fresh) return current;
-  await sql.raw('set statement_timeout = 0').execute(conn);
-  try {
+  await withoutStatementTimeout(conn, async () => {
     await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX_NEXT)}`.execute(conn);
     // The bound is an integer this function computed from max(id), never a request's value; DDL takes no parameter.
     await sql
@@ -1264,28 +1252,36 @@ async function refreshRecentIndexLocked(conn: Db, span: number): Promise<number 
       on conflict (id) do update set bound = excluded.bound`.execute(conn);
     await sql`drop index concurrently if exists ${sql.id(RECENT_INDEX)}`.execute(conn);
     await sql`alter index ${sql.id(RECENT_INDEX_NEXT)} rename to ${sql.id(RECENT_INDEX)}`.execute(conn);
-  } finally {
-    await sql.raw('reset statement_timeout').execute(conn);
-  }
+  });
   return target;
 }
 
+/** Runs `work` on one PostgreSQL connection without the API's statement timeout (index builds, vacuums). */
+async function withoutStatementTimeout(conn: Db, work: () => Promise<void>): Promise<void> {
+  await sql.raw('set statement_timeout = 0').execute(conn);
+  try {
+    await work();
+  } finally {
+    await sql.raw('reset statement_timeout').execute(conn);
+  }
+}
+
 /**
- * Compacts the search index (the `search compact` command): SQLite merges FTS5 segments (returns the steps taken);
- * PostgreSQL first moves the index of recent documents up (refreshRecentIndex, by `recentSpan` ids), then vacuums.
+ * Compacts the search index after writes and deletes (docs/search.md, "Keeping the index compact"). SQLite: merges
+ * each FTS5 table's segments step by step until no step finds work (FTS5 reports work as two or more changes counted
+ * on the connection; `usermerge` 2 lets a step merge any two segments of a level) or MAX_MERGE_STEPS. PostgreSQL:
+ * moves the index of recent documents up (refreshRecentIndex, by `recentSpan` ids), then vacuums and analyzes the
+ * index tables, which also empties the GIN pending list. Returns the merge steps taken (0 on PostgreSQL).
  */
 export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number): Promise<number> {
   if (dialect === 'postgres') {
     await refreshRecentIndex(db, recentSpan);
     // On one connection, without the API's statement timeout: a million documents take longer than it allows.
-    await db.connection().execute(async (conn) => {
-      await sql.raw('set statement_timeout = 0').execute(conn);
-      try {
+    await db.connection().execute((conn) =>
+      withoutStatementTimeout(conn, async () => {
         await sql.raw('vacuum (analyze) search_docs, search_names').execute(conn);
-      } finally {
-        await sql.raw('reset statement_timeout').execute(conn);
-      }
-    });
+      }),
+    );
     return 0;
   }
   let steps = 0;
