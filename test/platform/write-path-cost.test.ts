@@ -170,6 +170,19 @@ for (const dialect of testDialects()) {
       assert.doesNotMatch(steps, /karma_user_event_created/);
     });
 
+    it('holds the cap in the statement, not as a bound value, and refuses a cap that is not a count', () => {
+      // SQLite ran the count with a bound LIMIT in about twice the time (docs/decisions.md, twenty-first session).
+      const compiled = nettingAddRecordsCount(t.ctx.db, author.uuid, 'postCreated', since(), CAP).compile();
+      assert.match(compiled.sql, new RegExp(`limit ${CAP}\\)`));
+      assert.ok(!compiled.parameters.includes(CAP), JSON.stringify(compiled.parameters));
+      for (const bad of [-1, 1.5, Number.NaN]) {
+        assert.throws(
+          () => nettingAddRecordsCount(t.ctx.db, author.uuid, 'postCreated', since(), bad),
+          /daily cap/,
+        );
+      }
+    });
+
     it('a post deleted today frees its place: the next post earns points again, the one after does not', async () => {
       const deleted = await t.inject({
         method: 'POST',
