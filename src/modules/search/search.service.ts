@@ -292,7 +292,12 @@ async function exactDocs(
   if (scope.viewer === null && others.length === 0) return [];
   const kinds = others.length > 0 ? others : scope.kinds;
   const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
-  const ends = await repo.docIdRanges(db, mine ? [kinds, scope.kinds] : [kinds], dialect === 'postgres');
+  const ends = await repo.docIdRanges(
+    db,
+    dialect,
+    mine ? [kinds, scope.kinds] : [kinds],
+    dialect === 'postgres',
+  );
   const [ofOthers, ofAll] = ends.ranges;
   const { first: firstOther, last: top } = ofOthers as { first: number; last: number };
   const { first, last } = ofAll ?? { first: firstOther, last: top };
