@@ -73,13 +73,22 @@ for (const dialect of testDialects()) {
     it('newestIdBelow answers the newest id of the kinds below a bound, across blocks of other kinds', async () => {
       const messagesStart = ends.get('messages')?.first as number;
       // Below the messages: the last media document; below the media: the last comment.
-      assert.equal(await newestIdBelow(t.ctx.db, SOME, null, messagesStart), ends.get('media')?.last);
+      assert.equal(
+        await newestIdBelow(t.ctx.db, t.ctx.dialect, SOME, null, messagesStart),
+        ends.get('media')?.last,
+      );
       const mediaStart = ends.get('media')?.first as number;
-      assert.equal(await newestIdBelow(t.ctx.db, ['network'], null, mediaStart), ends.get('network')?.last);
-      assert.equal(await newestIdBelow(t.ctx.db, ['user'], null, ends.get('user')?.first as number), 0);
+      assert.equal(
+        await newestIdBelow(t.ctx.db, t.ctx.dialect, ['network'], null, mediaStart),
+        ends.get('network')?.last,
+      );
+      assert.equal(
+        await newestIdBelow(t.ctx.db, t.ctx.dialect, ['user'], null, ends.get('user')?.first as number),
+        0,
+      );
       // A viewer's own messages count too, up to the bound: the message just below the last one.
       const lastMessage = ends.get('messages')?.last as number;
-      assert.equal(await newestIdBelow(t.ctx.db, SOME, owner, lastMessage), lastMessage - 1);
+      assert.equal(await newestIdBelow(t.ctx.db, t.ctx.dialect, SOME, owner, lastMessage), lastMessage - 1);
     });
 
     it('PostgreSQL binds the kinds as one array: one statement text for every set of kinds', {
@@ -99,7 +108,7 @@ for (const dialect of testDialects()) {
       const { db, nodes } = recordingQueries(t.ctx.db);
       await docIdRanges(db, t.ctx.dialect, [SOME, WITH_MESSAGES]);
       // With a viewer, the probes of their own messages' two sides too.
-      await newestIdBelow(db, SOME, owner, ends.get('messages')?.last as number);
+      await newestIdBelow(db, t.ctx.dialect, SOME, owner, ends.get('messages')?.last as number);
       assert.equal(nodes.length, 2);
       const text = (v: unknown) => `'${String(v).replaceAll("'", "''")}'`;
       const literal = (v: unknown) =>

@@ -383,7 +383,7 @@ async function exactDocs(
       // (`love` as bench_user: every one of its 28,819 matches read and sorted, 130 ms). The caller's own messages
       // are walked too (pgMessagesApart), so they are never skipped.
       const own = mine ? scope.viewer : null;
-      hi = Math.min(hi, (await repo.newestIdBelow(db, kinds, own, hi)) + 1);
+      hi = Math.min(hi, (await repo.newestIdBelow(db, dialect, kinds, own, hi)) + 1);
       if (hi <= lowest) break;
       const sample = { afterId: Math.max(lowest - 1, hi - 1 - densitySample), toId: hi - 1 };
       const dense =
