@@ -425,6 +425,73 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('PostgreSQL: a word one spread range holds once, and so few matches in all, is read in one walk too', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      // 50 ranked candidates (10 for a common word: the newest 100 ids are counted), a recent window of 20, and one
+      // range of 120 ids spread over the older ids, placed to hold the old match: 1 match in 220 ids counted, scaled
+      // to every id, is far under 50 (rareEverywhereEstimate), and 1 in 120 is not dense.
+      const standard = { ...searchTuning };
+      const fillers = async (n: number) => {
+        const now = nowIso();
+        const rows = Array.from({ length: n }, (_, i) => ({
+          uuid: uuidv7(),
+          user_uuid: author.uuid,
+          body: `filler number ${i}`,
+          visibility: 'public',
+          language: 'en',
+          created_at: now,
+          updated_at: now,
+        }));
+        await ctx.db.insertInto('posts').values(rows).execute();
+      };
+      const idOf = async (what: 'min(id)' | 'max(id)', where = sql`kind <> 'messages'`) =>
+        Number(
+          (
+            await sql<{ id: number }>`select ${sql.raw(what)} as id from search_docs where ${where}`.execute(
+              ctx.db,
+            )
+          ).rows[0]?.id,
+        );
+      try {
+        await fillers(300);
+        await post('an old xyloid post');
+        const match = await idOf('max(id)', sql`body = 'an old xyloid post'`);
+        const first = await idOf('min(id)');
+        // The one spread range ends halfway through the ids below the newest 100: add posts until that is the match.
+        const rangeEnd = async () => first - 1 + Math.round(((await idOf('max(id)')) - 100 - first + 1) / 2);
+        while ((await rangeEnd()) < match) await fillers(2 * (match - (await rangeEnd())));
+        Object.assign(searchTuning, {
+          rankedCandidates: 50,
+          recentDocs: 20,
+          spreadRanges: 1,
+          spreadRangeIds: 120,
+        });
+        const end = await rangeEnd();
+        assert.ok(
+          end - 120 < match && match <= end,
+          `the range (${end - 120}, ${end}] holds the match ${match}`,
+        );
+        log.statements.length = 0;
+        const res = await injectWithToken(app, {
+          method: 'GET',
+          url: '/search?query=xyloid',
+          token: author.token,
+          headers: { 'cache-control': 'no-cache' },
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        assert.deepEqual(
+          body(res).data.map((i: { body?: string }) => i.body),
+          ['an old xyloid post'],
+        );
+        // The count (newest ids and the spread range), then the caller's messages and the other kinds, each once.
+        const matching = log.statements.filter((s) => /\btsv\b/.test(s));
+        assert.equal(matching.length, 3, matching.join('\n\n'));
+      } finally {
+        Object.assign(searchTuning, standard);
+      }
+    });
+
     it('GET /karma/{uuid} reads the record once: its Owner check answers with it', async () => {
       const record = await ctx.db
         .selectFrom('karma')

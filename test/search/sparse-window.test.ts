@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { recentWindowSparse, search, searchTuning } from '../../src/modules/search/search.service.ts';
+import {
+  rareEverywhereEstimate,
+  recentWindowSparse,
+  search,
+  searchTuning,
+} from '../../src/modules/search/search.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { call } from './world.ts';
 
@@ -127,5 +132,26 @@ describe('search: when a window counts as sparse', () => {
     for (const newest of [0, 1, 3]) assert.equal(recentWindowSparse({ ...sizes, newest }), true, `${newest}`);
     for (const newest of [4, 50]) assert.equal(recentWindowSparse({ ...sizes, newest }), false, `${newest}`);
     assert.equal(recentWindowSparse({ ...sizes, spanIds: 0, newest: 0 }), false);
+  });
+});
+
+describe('search: when a word counts as rare everywhere (PostgreSQL)', () => {
+  it('scales the matches counted among the newest ids and the spread ranges to every id', () => {
+    // The seeded world: 2,000 newest ids and 4 ranges of 250 counted, 1,456,000 ids in all, 1,000 ranked candidates.
+    const sizes = { countedIds: 3000, allIds: 1_456_000, most: 1000 };
+    assert.equal(rareEverywhereEstimate({ ...sizes, newest: 0, spread: 0 }), true);
+    assert.equal(rareEverywhereEstimate({ ...sizes, newest: 0, spread: 1 }), true, 'about 485 matches');
+    assert.equal(rareEverywhereEstimate({ ...sizes, newest: 1, spread: 1 }), true, 'about 971');
+    assert.equal(rareEverywhereEstimate({ ...sizes, newest: 2, spread: 1 }), false, 'about 1,456');
+    assert.equal(
+      rareEverywhereEstimate({ ...sizes, newest: 0, spread: 1, most: 200 }),
+      false,
+      'a /search/types column',
+    );
+    assert.equal(
+      rareEverywhereEstimate({ ...sizes, newest: 0, spread: null }),
+      false,
+      'the spread was not counted',
+    );
   });
 });

@@ -129,6 +129,26 @@ export function recentWindowSparse(d: {
   if (d.spanIds <= 0) return false;
   return (Math.max(1, d.newest) / d.spanIds) * d.windowIds * 4 < d.fewest;
 }
+/**
+ * PostgreSQL: whether the words look rare across the whole index. The matches counted among the newest ids and in
+ * the ranges spread over the index (`countedIds` ids in all; none when the spread was not counted), scaled to every
+ * id of the searched kinds (`allIds`), are at most `most`: reading every match through the GIN index is then one
+ * short read, where the recent window, a density sample below it and the older walk were four more statements.
+ * `ramidorum` (11 matches in 1,456,000 documents) fell in one spread range of the seeded world: 1 match in 3,000 ids
+ * counted, about 470 estimated (docs/search.md, "Rare words everywhere").
+ */
+export function rareEverywhereEstimate(d: {
+  newest: number;
+  spread: number | null;
+  countedIds: number;
+  allIds: number;
+  most: number;
+}): boolean {
+  if (d.spread === null) return false;
+  const found = d.newest + d.spread;
+  if (found === 0) return true;
+  return d.countedIds > 0 && (found * d.allIds) / d.countedIds <= d.most;
+}
 /** Typo tolerance joins in when the exact matches are fewer than this. */
 export const TYPO_WHEN_FEWER_THAN = 3;
 /** Most typo-tolerant matches appended to a result. */
@@ -430,7 +450,18 @@ async function exactDocs(
     );
     newest = counted.newest;
     widelyDense = counted.spread !== null && counted.spread * DENSE >= sampled;
-    rareEverywhere = newest === 0 && (counted.spread ?? 0) === 0;
+    // Without spread ranges (a world too small to spread them over) only a word the newest documents lack is rare:
+    // the newest ids alone would stand for the whole index.
+    rareEverywhere =
+      spread.length === 0
+        ? newest === 0
+        : rareEverywhereEstimate({
+            newest,
+            spread: counted.spread,
+            countedIds: span.toId - span.afterId + sampled,
+            allIds: top - firstOther + 1,
+            most,
+          });
     // The documents are counted only when the newest range is dense, so never beside the spread ranges' sum.
     kindIndex =
       counted.docs !== null &&
