@@ -25,6 +25,7 @@ import { authVersionMigration } from './migrations/0021-auth-version.ts';
 import { tagCountsOneRowAtATimeMigration } from './migrations/0022-tag-counts-one-row-at-a-time.ts';
 import { karmaRuleMigration } from './migrations/0023-karma-rule.ts';
 import { searchRecentIndexMigration } from './migrations/0024-search-recent-index.ts';
+import { searchWordsMigration } from './migrations/0025-search-words.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -53,6 +54,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0022-tag-counts-one-row-at-a-time': tagCountsOneRowAtATimeMigration(dialect),
     '0023-karma-rule': karmaRuleMigration(dialect),
     '0024-search-recent-index': searchRecentIndexMigration(dialect),
+    '0025-search-words': searchWordsMigration(dialect),
   };
 }
 

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { createQueryId, sql } from 'kysely';
+import { search } from '../../src/modules/search/search.service.ts';
+import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call } from './world.ts';
 
-// A last word longer than the FTS5 prefix indexes (5 characters) is matched through the index's own words on SQLite
-// (docs/search.md, "Long prefixes"); these answers must be exactly those of a prefix match, on both engines.
+// A last word longer than 5 characters is matched through the index's own words (docs/search.md, "Long prefixes"):
+// FTS5's vocabulary on SQLite, the table of lexemes of migration 0025 on PostgreSQL; these answers must be exactly
+// those of a prefix match, on both engines.
 for (const dialect of testDialects()) {
   describe(`search long last words [${dialect.name}]`, () => {
     let t: TestApp;
@@ -59,6 +62,39 @@ for (const dialect of testDialects()) {
       const found = uuids(await call(t, 'GET', '/search?query=commen', t.guest));
       assert.ok(!found.has(ids.comment as string));
       assert.equal((await call(t, 'GET', '/search/types?query=comment', t.guest)).comment.length, 0);
+    });
+
+    it('a word first written after the others, or by an edit, is among the words a long prefix stands for', async () => {
+      await post('later', 'a coffeemaker arrived');
+      const later = uuids(await call(t, 'GET', '/search?query=coffee', t.guest));
+      assert.deepEqual(later, new Set([ids.coffee, ids.coffees, ids.coffeehouse, ids.later]));
+      await call(t, 'POST', `/posts/${ids.tea}/update`, alice.token, { body: 'morning coffeepot instead' });
+      const edited = uuids(await call(t, 'GET', '/search?query=coffeep', t.guest));
+      assert.deepEqual(edited, new Set([ids.tea]));
+    });
+
+    it('PostgreSQL keeps every lexeme a document held, so a word no longer written still matches nothing', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const words = await sql<{
+        word: string;
+      }>`select word from search_words where word like 'coffee%' order by word`.execute(t.ctx.db);
+      // The stemmed lexemes are there too (`coffeehous`): a superset, as every lexeme of a document is kept.
+      const kept = new Set(words.rows.map((r) => r.word));
+      for (const word of ['coffee', 'coffeehouse', 'coffeemaker', 'coffeepot', 'coffees'])
+        assert.ok(kept.has(word), word);
+      // The search names them instead of asking GIN for the prefix.
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      await search({ ...t.ctx, readDb: db }, null, { query: 'coffeem' });
+      const texts = nodes.flatMap((node) => db.getExecutor().compileQuery(node, createQueryId()).parameters);
+      assert.ok(
+        texts.some((p) => String(p).split(' | ').includes("'coffeemaker':A")),
+        JSON.stringify(texts),
+      );
+      assert.ok(!texts.some((p) => String(p).includes(':*')), JSON.stringify(texts));
+      await call(t, 'POST', `/posts/${ids.later}/delete`, alice.token);
+      const after = uuids(await call(t, 'GET', '/search?query=coffeem', t.guest));
+      assert.equal(after.size, 0);
     });
 
     it('a long prefix of more words than are expanded still finds them all', async () => {

@@ -47,12 +47,20 @@ const MAX_PREFIX_WORDS = 32;
 export async function expandPrefix(db: Db, dialect: Dialect, terms: string[]): Promise<string[] | undefined> {
   const last = terms.length - 1;
   const term = terms[last];
-  if (dialect !== 'sqlite' || term === undefined || !isPrefixTerm(terms, last)) return undefined;
+  if (term === undefined || !isPrefixTerm(terms, last)) return undefined;
   if ([...term].length <= LONGEST_PREFIX_INDEX) return undefined;
-  const r = await sql<{ term: string }>`
-    select term from search_fts_vocab where ${prefixCondition(dialect, 'term', term)}
-    limit ${MAX_PREFIX_WORDS + 1}`.execute(db);
+  // PostgreSQL: the lexemes of migration 0025, every one any document ever held (a superset matches the same rows).
+  const r =
+    dialect === 'postgres'
+      ? await sql<{ term: string }>`
+          select word as term from search_words where ${prefixCondition(dialect, 'word', term)}
+          order by word limit ${MAX_PREFIX_WORDS + 1}`.execute(db)
+      : await sql<{ term: string }>`
+          select term from search_fts_vocab where ${prefixCondition(dialect, 'term', term)}
+          limit ${MAX_PREFIX_WORDS + 1}`.execute(db);
   const words = r.rows.map((row) => row.term).filter((w) => w.startsWith(term));
+  // A quote or a backslash would need tsquery escapes a lexeme is unlikely to need: such a prefix stays a prefix.
+  if (words.some((w) => /['\\]/.test(w))) return undefined;
   return words.length > MAX_PREFIX_WORDS ? undefined : words;
 }
 
@@ -157,10 +165,17 @@ function ftsTables(match: Match): { table: 'search_fts' | 'search_fts_en'; lastP
 function tsquery(match: Match, weighted = true): RawBuilder<unknown> {
   // Plain lexemes carry weight A, stemmed ones B (migration 0005): words as typed match plain lexemes only. Without
   // the weights the query matches a superset, which an index without weights answers without rechecking each row.
-  const suffix = (i: number) => (isPrefixTerm(match.terms, i) ? ':*' : ':') + (weighted ? 'A' : '');
+  const weight = weighted ? 'A' : '';
+  const suffix = (i: number) => (isPrefixTerm(match.terms, i) ? ':*' : ':') + weight;
+  const words = match.prefixWords ?? [];
+  // A long last word as the indexed words it starts (expandPrefix), which GIN reads as it reads any word.
+  const plainTerm = (t: string, i: number) =>
+    isPrefixTerm(match.terms, i) && i === match.terms.length - 1 && words.length > 0
+      ? words.map((w) => `'${w}':${weight}`).join(' | ')
+      : `'${t}'${suffix(i)}`;
   const all = (config: string, plain: boolean) =>
     sql.join(
-      match.terms.map((t, i) => sql`to_tsquery(${config}::regconfig, ${`'${t}'${plain ? suffix(i) : ''}`})`),
+      match.terms.map((t, i) => sql`to_tsquery(${config}::regconfig, ${plain ? plainTerm(t, i) : `'${t}'`})`),
       sql` && `,
     );
   const stemmer = match.stem ? PG_STEMMERS[match.stem] : undefined;
