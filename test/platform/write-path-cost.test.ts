@@ -359,15 +359,28 @@ for (const dialect of testDialects()) {
         assert.equal(res.statusCode, 200, res.body);
         return body(res).count.total as number;
       };
+      // PostgreSQL's snapshot, which the cached answers are kept under, is the whole server's: another test file's
+      // commit in its own database moves it too. A pair of reads it moved between is read again.
+      const snapshot = async () =>
+        dialect.name === 'postgres'
+          ? (await sql<{ v: string }>`select pg_current_snapshot()::text as v`.execute(ctx.db)).rows[0]?.v
+          : '';
       for (const base of [
         '/tags?filterby[tag_type]=hashtag',
         '/tag-associations?filterby[target_type]=post',
       ]) {
-        log.statements.length = 0;
-        const first = await total(`${base}&sortby[created_at]=desc&limit=2`);
-        assert.equal(counts(), 1, log.statements.join('\n'));
-        assert.equal(await total(`${base}&sortby[uuid]=asc&limit=3&offset=1`), first);
-        assert.equal(counts(), 1, `${base}: the second sort and page reuse the count`);
+        let first = 0;
+        for (let attempt = 0; ; attempt++) {
+          await post(`a fresh write before the pair #Pair${attempt}`);
+          const before = await snapshot();
+          log.statements.length = 0;
+          first = await total(`${base}&sortby[created_at]=desc&limit=2`);
+          assert.equal(counts(), 1, log.statements.join('\n'));
+          assert.equal(await total(`${base}&sortby[uuid]=asc&limit=3&offset=1`), first);
+          if ((await snapshot()) !== before && attempt < 10) continue;
+          assert.equal(counts(), 1, `${base}: the second sort and page reuse the count`);
+          break;
+        }
         await post(`another #Fresh${base.length} @${mentioned.username}`);
         log.statements.length = 0;
         const after = await total(`${base}&sortby[uuid]=asc&limit=3&offset=1`);
