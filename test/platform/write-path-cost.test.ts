@@ -276,6 +276,21 @@ for (const dialect of testDialects()) {
       return log.statements.slice(start);
     };
     const text = () => `coffee #Morning #music @${mentioned.username}`;
+    /** Searches `query` uncached as the author, from a cleared log, and checks the bodies found. */
+    const searchAsAuthor = async (query: string, bodies: string[]) => {
+      log.statements.length = 0;
+      const res = await injectWithToken(app, {
+        method: 'GET',
+        url: `/search?query=${query}`,
+        token: author.token,
+        headers: { 'cache-control': 'no-cache' },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.deepEqual(
+        body(res).data.map((i: { body?: string }) => i.body),
+        bodies,
+      );
+    };
 
     it('past the daily cap: seven statements, no lock on the author, the tag counts last and in one', async () => {
       // The tags exist after the first post; the cap (50) is reached after 50.
@@ -391,18 +406,7 @@ for (const dialect of testDialects()) {
 
     it('a signed-in search reads the id ranges of its kinds in one statement', async () => {
       await post('a searchable zymurgy post');
-      log.statements.length = 0;
-      const res = await injectWithToken(app, {
-        method: 'GET',
-        url: '/search?query=zymurgy',
-        token: author.token,
-        headers: { 'cache-control': 'no-cache' },
-      });
-      assert.equal(res.statusCode, 200, res.body);
-      assert.deepEqual(
-        body(res).data.map((i: { body?: string }) => i.body),
-        ['a searchable zymurgy post'],
-      );
+      await searchAsAuthor('zymurgy', ['a searchable zymurgy post']);
       // The ranges of the kinds but messages and of every kind searched: one round trip, not one each.
       const ranges = log.statements.filter((s) => /\(select min\(id\) from search_docs/.test(s));
       assert.equal(ranges.length, 1, log.statements.join('\n'));
@@ -416,18 +420,7 @@ for (const dialect of testDialects()) {
       try {
         await post('an old quasar post');
         for (let i = 0; i < 25; i++) await post(`newer filler ${i}`);
-        log.statements.length = 0;
-        const res = await injectWithToken(app, {
-          method: 'GET',
-          url: '/search?query=quasar',
-          token: author.token,
-          headers: { 'cache-control': 'no-cache' },
-        });
-        assert.equal(res.statusCode, 200, res.body);
-        assert.deepEqual(
-          body(res).data.map((i: { body?: string }) => i.body),
-          ['an old quasar post'],
-        );
+        await searchAsAuthor('quasar', ['an old quasar post']);
         if (dialect.name !== 'postgres') return;
         // The count of the newest documents, then the caller's messages and the other kinds, each walked once: not a
         // recent window, a density sample below it and an older walk besides (docs/search.md, "Rare words everywhere").
@@ -485,18 +478,7 @@ for (const dialect of testDialects()) {
           end - 120 < match && match <= end,
           `the range (${end - 120}, ${end}] holds the match ${match}`,
         );
-        log.statements.length = 0;
-        const res = await injectWithToken(app, {
-          method: 'GET',
-          url: '/search?query=xyloid',
-          token: author.token,
-          headers: { 'cache-control': 'no-cache' },
-        });
-        assert.equal(res.statusCode, 200, res.body);
-        assert.deepEqual(
-          body(res).data.map((i: { body?: string }) => i.body),
-          ['an old xyloid post'],
-        );
+        await searchAsAuthor('xyloid', ['an old xyloid post']);
         // The count (newest ids and the spread range), then the caller's messages and the other kinds, each once.
         const matching = log.statements.filter((s) => /\btsv\b/.test(s));
         assert.equal(matching.length, 3, matching.join('\n\n'));
