@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
+import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { search } from '../../src/modules/search/search.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call } from './world.ts';
@@ -95,6 +96,56 @@ for (const dialect of testDialects()) {
       await call(t, 'POST', `/posts/${ids.later}/delete`, alice.token);
       const after = uuids(await call(t, 'GET', '/search?query=coffeem', t.guest));
       assert.equal(after.size, 0);
+    });
+
+    it('PostgreSQL: two writers adding the same new words in two orders neither wait nor deadlock', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const write = (trx: typeof t.ctx.db, text: string) => {
+        const now = nowIso();
+        return trx
+          .insertInto('posts')
+          .values({
+            uuid: uuidv7(),
+            user_uuid: alice.uuid,
+            body: text,
+            visibility: 'public',
+            language: 'en',
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+      };
+      let firstWrote = () => {};
+      let secondWrote = () => {};
+      const first = new Promise<void>((resolve) => {
+        firstWrote = resolve;
+      });
+      const second = new Promise<void>((resolve) => {
+        secondWrote = resolve;
+      });
+      // Each holds one new word uncommitted when it writes the other's. A deadlock would be retried (RetryingKysely):
+      // each transaction must run once.
+      const runs = [0, 0];
+      await Promise.all([
+        t.ctx.db.transaction().execute(async (trx) => {
+          runs[0] = (runs[0] ?? 0) + 1;
+          await write(trx, 'a wombatone here');
+          firstWrote();
+          await second;
+          await write(trx, 'a wombattwo there');
+        }),
+        t.ctx.db.transaction().execute(async (trx) => {
+          runs[1] = (runs[1] ?? 0) + 1;
+          await first;
+          await write(trx, 'a wombattwo here');
+          secondWrote();
+          await write(trx, 'a wombatone there');
+        }),
+      ]);
+      assert.deepEqual(runs, [1, 1]);
+      const found = await call(t, 'GET', '/search?query=wombatt', t.guest);
+      assert.equal(found.length, 2);
     });
 
     it('a long prefix of more words than are expanded still finds them all', async () => {

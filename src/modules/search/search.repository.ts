@@ -53,7 +53,7 @@ export async function expandPrefix(db: Db, dialect: Dialect, terms: string[]): P
   const r =
     dialect === 'postgres'
       ? await sql<{ term: string }>`
-          select word as term from search_words where ${prefixCondition(dialect, 'word', term)}
+          select distinct word as term from search_words where ${prefixCondition(dialect, 'word', term)}
           order by word limit ${MAX_PREFIX_WORDS + 1}`.execute(db)
       : await sql<{ term: string }>`
           select term from search_fts_vocab where ${prefixCondition(dialect, 'term', term)}
