@@ -422,11 +422,22 @@ async function exactDocs(
     return found;
   };
   const fewest = Math.max(1, Math.ceil(searchTuning.rankedCandidates / 5));
+  // Steps 2 and 3 cut from one walk of the newest `most` matches of any age: its matches above `recent` come first
+  // and are step 2's; when they are fewer than `fewest`, the whole walk is step 2's and then step 3's.
+  const windowAndOlderInOneWalk = async (range: Parameters<typeof walk>[1]) => {
+    const all = await walk(most, range);
+    const inRecent = all.filter((c) => c.id > recent);
+    return {
+      candidates: inRecent.length >= fewest ? inRecent : all,
+      more: inRecent.length >= fewest || all.length === most,
+    };
+  };
   let candidates: repo.Candidate[];
   let more = true;
   const span = { afterId: top - fewest * COMMON_SPAN, toId: top };
   let newest: number;
-  // PostgreSQL: no match among the newest documents nor in the ranges spread over the index.
+  // PostgreSQL: the matches counted among the newest documents and in the ranges spread over the index predict few
+  // in all (rareEverywhereEstimate).
   let rareEverywhere = false;
   // PostgreSQL: the kind's own GIN index beats walking the recent window, though its newest documents are dense.
   let kindIndex = false;
@@ -488,7 +499,7 @@ async function exactDocs(
     if (!forceWalk && dialect === 'postgres' && (repo.hasKindGin(scope.kinds) || rareEverywhere)) {
       // Sparse, one kind with a GIN index of its own (comments, users): its newest `most` matches of any age come
       // from one read of that index, and steps 2 and 3 are cut from them; apart, each step read every match of the
-      // kind again (docs/search.md, "Rare words in one kind on PostgreSQL"). A word no sampled range holds is read
+      // kind again (docs/search.md, "Rare words in one kind on PostgreSQL"). A word the samples find rare is read
       // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
       // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
       // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
@@ -500,21 +511,14 @@ async function exactDocs(
         ginFirst,
         rare: rareEverywhere,
       };
-      const all = await walk(most, range);
-      const inRecent = all.filter((c) => c.id > recent);
-      candidates = inRecent.length >= fewest ? inRecent : all;
-      more = inRecent.length >= fewest || all.length === most;
+      ({ candidates, more } = await windowAndOlderInOneWalk(range));
     } else if (
       dialect === 'sqlite' &&
       recent >= first &&
       recentWindowSparse({ newest, spanIds: span.toId - span.afterId, windowIds: top - recent, fewest })
     ) {
-      // SQLite, a sparse window: steps 2 and 3 as one walk of the newest `most` matches of any age. Its matches
-      // above `recent` are step 2's (the newest ones come first), the whole walk is step 2 and then step 3's.
-      const all = await walk(most, { afterId: first - 1, beforeId: last + 1 });
-      const inRecent = all.filter((c) => c.id > recent);
-      candidates = inRecent.length >= fewest ? inRecent : all;
-      more = inRecent.length >= fewest || all.length === most;
+      // SQLite, a sparse window: steps 2 and 3 as one walk (windowAndOlderInOneWalk).
+      ({ candidates, more } = await windowAndOlderInOneWalk({ afterId: first - 1, beforeId: last + 1 }));
     } else {
       // PostgreSQL: the index of recent documents instead of the window's rows, where that reads less (docs/search.md,
       // "The index of recent documents (PostgreSQL)"). One word only: the count gives the density of all the words
