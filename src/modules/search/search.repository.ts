@@ -59,8 +59,9 @@ export async function expandPrefix(db: Db, dialect: Dialect, terms: string[]): P
           select term from search_fts_vocab where ${prefixCondition(dialect, 'term', term)}
           limit ${MAX_PREFIX_WORDS + 1}`.execute(db);
   const words = r.rows.map((row) => row.term).filter((w) => w.startsWith(term));
-  // A quote or a backslash would need tsquery escapes a lexeme is unlikely to need: such a prefix stays a prefix.
-  if (words.some((w) => /['\\]/.test(w))) return undefined;
+  // PostgreSQL: a quote or a backslash would need tsquery escapes a lexeme is unlikely to need (tsquery writes the
+  // words as they are); such a prefix stays a prefix. FTS5's match text quotes any word (ftsMatch).
+  if (dialect === 'postgres' && words.some((w) => /['\\]/.test(w))) return undefined;
   return words.length > MAX_PREFIX_WORDS ? undefined : words;
 }
 
