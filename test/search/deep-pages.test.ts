@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { deepWalkTuning } from '../../src/modules/search/search.repository.ts';
 import { searchTuning } from '../../src/modules/search/search.service.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
-import { befriend, call } from './world.ts';
+import { befriend, call, readAllPages } from './world.ts';
 
 // Deep pages (docs/search.md, "Deep pages"): a page past the ranked candidates is found by a walk of its own, not by
 // ranking and skipping. Every page must still be the same slice of one total order: the concatenation of small pages
@@ -64,14 +64,8 @@ for (const dialect of testDialects()) {
       return body(res).data;
     };
     /** Every item of a list operation, read in pages of `limit` until a short page. */
-    const readAll = async (url: string, token: string, limit: number, fresh = false) => {
-      const all: string[] = [];
-      for (let offset = 0; ; offset += limit) {
-        const page = uuids(await get(`${url}&limit=${limit}&offset=${offset}`, token, fresh));
-        all.push(...page);
-        if (page.length < limit) return all;
-      }
-    };
+    const readAll = (url: string, token: string, limit: number, fresh = false) =>
+      readAllPages(t, url, token, limit, fresh ? { 'cache-control': 'no-cache' } : {});
 
     before(async () => {
       t = await startTestApp(dialect);

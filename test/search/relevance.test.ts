@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { searchTuning } from '../../src/modules/search/search.service.ts';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
-import { call } from './world.ts';
+import { call, readAllPages } from './world.ts';
 
 // Queries with known best answers (docs/search.md, "Ranking design" and "Speed"), in a world large enough for every
 // path of the bounded ranking once its sizes are shrunk: 25 ranked candidates (5 for a common query), a recent window
@@ -63,15 +63,8 @@ for (const dialect of testDialects()) {
     const label = (uuid: string | undefined) =>
       Object.entries(w.ids).find(([, u]) => u === uuid)?.[0] ?? 'other';
     /** Every match of a query in result order (pages of 100, the largest limit). */
-    const search = async (query: string) => {
-      const all: string[] = [];
-      for (let offset = 0; ; offset += 100) {
-        const url = `/search?query=${encodeURIComponent(query)}&limit=100&offset=${offset}`;
-        const page = order(await call(t, 'GET', url, t.guest));
-        all.push(...page);
-        if (page.length < 100) return all;
-      }
-    };
+    const search = (query: string) =>
+      readAllPages(t, `/search?query=${encodeURIComponent(query)}`, t.guest, 100);
 
     before(async () => {
       t = await startTestApp(dialect);

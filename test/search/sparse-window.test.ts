@@ -7,7 +7,7 @@ import {
   searchTuning,
 } from '../../src/modules/search/search.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
-import { call } from './world.ts';
+import { call, readAllPages } from './world.ts';
 
 // A query sparse among the newest documents (docs/search.md, "Sparse queries in one walk (SQLite)"). The tuning
 // shrinks the sizes: 100 ranked candidates, 20 for a common query, so the newest range counted is 200 ids; a recent
@@ -70,15 +70,8 @@ for (const dialect of testDialects()) {
     let w: SparseWorld;
     const standard = { ...searchTuning };
     /** Every match of a query in result order, in pages of `limit`. */
-    const searchAll = async (query: string, limit = 100) => {
-      const all: string[] = [];
-      for (let offset = 0; ; offset += limit) {
-        const url = `/search?query=${encodeURIComponent(query)}&limit=${limit}&offset=${offset}`;
-        const page = (await call(t, 'GET', url, t.guest)).map((i: { uuid: string }) => i.uuid);
-        all.push(...page);
-        if (page.length < limit) return all;
-      }
-    };
+    const searchAll = (query: string, limit = 100) =>
+      readAllPages(t, `/search?query=${encodeURIComponent(query)}`, t.guest, limit);
 
     before(async () => {
       t = await startTestApp(dialect);

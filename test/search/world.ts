@@ -26,6 +26,32 @@ export async function call(
   return body(res).data;
 }
 
+/**
+ * The uuids of every item a search or list `url` (with a query string) answers, read in pages of `limit` until a
+ * short page; `headers` go with each request (`Cache-Control: no-cache` to compute every page afresh).
+ */
+export async function readAllPages(
+  t: TestApp,
+  url: string,
+  token: string,
+  limit: number,
+  headers: Record<string, string> = {},
+): Promise<string[]> {
+  const all: string[] = [];
+  for (let offset = 0; ; offset += limit) {
+    const res = await t.inject({
+      method: 'GET',
+      url: `${url}&limit=${limit}&offset=${offset}`,
+      token,
+      headers,
+    });
+    assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
+    const page = (body(res).data as { uuid: string }[]).map((i) => i.uuid);
+    all.push(...page);
+    if (page.length < limit) return all;
+  }
+}
+
 /** Makes two users confirmed friends through the API. */
 export async function befriend(t: TestApp, a: TestUser, b: TestUser): Promise<void> {
   const conn = await call(t, 'POST', '/connections', a.token, { user_uuid: b.uuid });
