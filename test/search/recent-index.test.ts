@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { nowIso } from '../../src/db/time.ts';
-import { refreshRecentIndex } from '../../src/modules/search/search.repository.ts';
+import { recentIndexTarget, refreshRecentIndex } from '../../src/modules/search/search.repository.ts';
 import {
   recentIndexCheaper,
   reindex,
@@ -158,8 +158,9 @@ for (const dialect of testDialects()) {
       const moved = await refreshRecentIndex(t.ctx.db, searchTuning.recentDocs);
       const top = await sql<{ top: string }>`
         select max(id) as top from search_docs where kind <> 'messages'`.execute(t.ctx.db);
-      // Two windows below the newest document other than a message (Alice's message holds an id between the users).
-      assert.equal(moved, Number(top.rows[0]?.top) - 2 * searchTuning.recentDocs);
+      // A window and a quarter below the newest document other than a message (Alice's message holds an id between
+      // the users).
+      assert.equal(moved, recentIndexTarget(Number(top.rows[0]?.top), searchTuning.recentDocs));
       assert.ok((moved as number) > (first as number) + 300);
       assert.notEqual(await oid(), before);
       const stored = await sql<{ bound: string }>`select bound from search_recent`.execute(t.ctx.db);
@@ -179,7 +180,7 @@ for (const dialect of testDialects()) {
       const rebuilt = await refreshRecentIndex(t.ctx.db, searchTuning.recentDocs);
       const renumbered = await sql<{ top: string }>`
         select max(id) as top from search_docs where kind <> 'messages'`.execute(t.ctx.db);
-      assert.equal(rebuilt, Number(renumbered.rows[0]?.top) - 2 * searchTuning.recentDocs);
+      assert.equal(rebuilt, recentIndexTarget(Number(renumbered.rows[0]?.top), searchTuning.recentDocs));
       const again = await sql<{ bound: string }>`select bound from search_recent`.execute(t.ctx.db);
       assert.deepEqual(
         again.rows.map((r) => Number(r.bound)),
