@@ -9,6 +9,7 @@ import {
   targetVisibleTo,
   visibleWithoutUse,
 } from '../tag-association/tag-association.repository.ts';
+import type { TagAssociationTable } from '../tag-association/tag-association.table.ts';
 import { normalizeTagName, TAG_TYPES } from './normalize.ts';
 import type { TagTable } from './tag.table.ts';
 
@@ -142,6 +143,37 @@ export async function deleteUnusedMentionTagOf(db: Db, userUuid: string): Promis
 
 // Where a PostgreSQL writer stages its tag count deltas for the commit (migration 0016-tag-counts-at-commit).
 const TAG_COUNT_DELTAS = 'social.tag_count_deltas';
+
+/**
+ * PostgreSQL: inserts associations, skipping any (tag, target, user) already stored, and in the same statement stages
+ * +1 for the tag of each inserted row, as adjustTagCounts stages its deltas: a post's associations and their counts in
+ * one round trip, where an insert and then adjustTagCounts took two. Returns the tag of each inserted row.
+ */
+export async function insertAssociationsStagingCounts(
+  db: Db,
+  rows: Insertable<TagAssociationTable>[],
+): Promise<string[]> {
+  if (rows.length === 0) return [];
+  // The staging reads the inserted rows, so the insert has run before it; a subquery without correlation is evaluated
+  // once. With no row inserted it stages nothing.
+  const staged = sql<string>`set_config(${TAG_COUNT_DELTAS},
+    (coalesce(nullif(current_setting(${TAG_COUNT_DELTAS}, true), ''), '[]')::jsonb
+      || coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb))::text,
+    true)`;
+  const inserted = await db
+    .with('added', (qb) =>
+      qb
+        .insertInto('tag_associations')
+        .values(rows)
+        .onConflict((oc) => oc.columns(['tag_uuid', 'target_uuid', 'user_uuid']).doNothing())
+        .returning('tag_uuid'),
+    )
+    .selectFrom('added')
+    .select('added.tag_uuid')
+    .where(sql<boolean>`(select ${staged}) is not null`)
+    .execute();
+  return inserted.map((r) => r.tag_uuid);
+}
 
 /**
  * Adds each delta to its tag's associations_count (row-locked increments stay exact under concurrency). A post's
