@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
-import { adjustTagCounts } from '../../src/modules/tag/tag.repository.ts';
+import { adjustTagCounts, insertAssociationsStagingCounts } from '../../src/modules/tag/tag.repository.ts';
 import { insertAssociationsIgnoringConflicts } from '../../src/modules/tag-association/tag-association.repository.ts';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost, findTag } from './support.ts';
@@ -20,23 +20,35 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     });
     after(async () => t?.close());
 
+    /** Bob's association of the tag with alice's post. */
+    const row = (tagUuid: string, postUuid: string) => {
+      const now = nowIso();
+      return {
+        uuid: uuidv7(),
+        tag_uuid: tagUuid,
+        user_uuid: bob.uuid,
+        target_uuid: postUuid,
+        target_type: 'post',
+        language: 'en',
+        created_at: now,
+        updated_at: now,
+      };
+    };
     /** Inside `trx`: bob tags alice's post with the tag, counted as the services count. */
     async function tagInside(trx: typeof t.ctx.db, tagUuid: string, postUuid: string): Promise<void> {
-      const now = nowIso();
-      const added = await insertAssociationsIgnoringConflicts(trx, [
-        {
-          uuid: uuidv7(),
-          tag_uuid: tagUuid,
-          user_uuid: bob.uuid,
-          target_uuid: postUuid,
-          target_type: 'post',
-          language: 'en',
-          created_at: now,
-          updated_at: now,
-        },
-      ]);
+      const added = await insertAssociationsIgnoringConflicts(trx, [row(tagUuid, postUuid)]);
       await adjustTagCounts(trx, 'postgres', new Map(added.map((u) => [u, 1])));
     }
+    /** The tag's stored count and its associations. */
+    const counts = async (name: string) => {
+      const tag = await findTag(t, 'hashtag', name);
+      const stored = await t.ctx.db
+        .selectFrom('tag_associations')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('tag_uuid', '=', tag.uuid)
+        .executeTakeFirstOrThrow();
+      return [tag.associations_count, Number(stored.n)];
+    };
 
     it('lets other writers count a tag while a transaction that counted it is still open', async () => {
       const post = await createPost(t, alice, 'first #busy');
@@ -71,16 +83,36 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         await tagInside(trx, undone.uuid, post);
         await tagInside(trx, twice.uuid, post);
       });
-      for (const name of ['undone', 'twice']) {
-        const tag = await findTag(t, 'hashtag', name);
-        const stored = await t.ctx.db
-          .selectFrom('tag_associations')
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .where('tag_uuid', '=', tag.uuid)
-          .executeTakeFirstOrThrow();
-        assert.equal(tag.associations_count, 2, name);
-        assert.equal(Number(stored.n), 2, name);
-      }
+      for (const name of ['undone', 'twice']) assert.deepEqual(await counts(name), [2, 2], name);
+    });
+
+    it('an insert that stages its own counts adds them at commit, with those staged before, and nothing twice', async () => {
+      const post = await createPost(t, alice, 'own #inserted #staged');
+      const inserted = await findTag(t, 'hashtag', 'inserted');
+      const staged = await findTag(t, 'hashtag', 'staged');
+      const other = await createPost(t, alice, 'another');
+      await assert.rejects(
+        t.ctx.db.transaction().execute(async (trx) => {
+          await insertAssociationsStagingCounts(trx, [row(inserted.uuid, post)]);
+          throw new Error('rolled back');
+        }),
+        /rolled back/,
+      );
+      assert.deepEqual(await counts('inserted'), [1, 1]);
+      await t.ctx.db.transaction().execute(async (trx) => {
+        await tagInside(trx, staged.uuid, post);
+        const added = await insertAssociationsStagingCounts(trx, [
+          row(inserted.uuid, post),
+          row(inserted.uuid, other),
+          row(staged.uuid, post),
+        ]);
+        // bob's association of `staged` with the post exists: skipped, not counted.
+        assert.deepEqual(added.toSorted(), [inserted.uuid, inserted.uuid].toSorted());
+        // Nothing inserted, nothing staged.
+        assert.deepEqual(await insertAssociationsStagingCounts(trx, [row(staged.uuid, post)]), []);
+      });
+      assert.deepEqual(await counts('inserted'), [3, 3]);
+      assert.deepEqual(await counts('staged'), [2, 2]);
     });
   });
 }
