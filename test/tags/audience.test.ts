@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { checkCommand } from '../../src/cli/commands/check.command.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
@@ -74,6 +75,18 @@ for (const dialect of testDialects()) {
           ? { status: 200, associations: [assoc], listed: 1, rows: [assoc], total: 1 }
           : { status: 404, associations: [], listed: 0, rows: [], total: 0 };
         assert.deepEqual(v, expected, `what ${name} sees of #${tag.name}`);
+      }
+    }
+
+    /** Runs `check`, returning its exit code and what it printed. */
+    async function runCheck(): Promise<{ code: number; out: string }> {
+      const lines: string[] = [];
+      const log = console.log;
+      console.log = (...args: unknown[]) => lines.push(args.join(' '));
+      try {
+        return { code: await checkCommand.run(t.ctx, []), out: lines.join('\n') };
+      } finally {
+        console.log = log;
       }
     }
 
@@ -200,6 +213,12 @@ for (const dialect of testDialects()) {
           updated_at: now,
         })
         .execute();
+      // Such a writer keeps the tag's count too (`check` verifies it).
+      await t.ctx.db
+        .updateTable('tags')
+        .set((eb) => ({ associations_count: eb('associations_count', '+', 1) }))
+        .where('uuid', '=', tag.uuid)
+        .execute();
       await expectSeenBy(tag, assoc, ['carol']);
       const asDave = await view(tag, dave.token);
       assert.deepEqual(
@@ -250,22 +269,12 @@ for (const dialect of testDialects()) {
     });
 
     it('check finds every association in step with its target, and reports a tampered one', async () => {
-      const run = async () => {
-        const lines: string[] = [];
-        const log = console.log;
-        console.log = (...args: unknown[]) => lines.push(args.join(' '));
-        try {
-          return { code: await checkCommand.run(t.ctx, []), out: lines.join('\n') };
-        } finally {
-          console.log = log;
-        }
-      };
       // A deleted user takes their posts, the comments under them and every association of those along.
       const erin = await t.createUser();
       const gone = await createPost(t, erin, 'farewell #leavingaudience');
       await createComment(t, bob, gone, 'bye #leavingaudience');
       await call('POST', `/users/${erin.uuid}/delete`, erin.token);
-      const clean = await run();
+      const clean = await runCheck();
       assert.equal(clean.code, 0, clean.out);
       assert.match(clean.out, /check OK/);
 
@@ -278,7 +287,7 @@ for (const dialect of testDialects()) {
         .set({ audience: 'public' })
         .where('uuid', '=', assoc)
         .execute();
-      const tampered = await run();
+      const tampered = await runCheck();
       assert.equal(tampered.code, 1);
       assert.match(tampered.out, new RegExp(`audience mismatch: ${assoc} on post ${post} stored \\(public,`));
       assert.match(tampered.out, /check FAILED: 1 tag associations/);
@@ -288,8 +297,35 @@ for (const dialect of testDialects()) {
         .set((eb) => ({ target_uuid: eb.ref('target_uuid') }))
         .where('uuid', '=', assoc)
         .execute();
-      assert.equal((await run()).code, 0);
+      assert.equal((await runCheck()).code, 0);
       await expectSeenBy({ uuid: tag.uuid, name: tag.name }, assoc, ['alice']);
+    });
+
+    it('check reports a tag whose count differs from its associations, and the repair it names clears it', async () => {
+      await createPost(t, alice, 'counted #tampercount');
+      await createPost(t, bob, 'counted too #tampercount');
+      const before = await runCheck();
+      assert.equal(before.code, 0, before.out);
+      assert.match(before.out, /every tag count matches its associations/);
+      const tag = await ownTag('tampercount', alice);
+      await t.ctx.db
+        .updateTable('tags')
+        .set({ associations_count: 5 })
+        .where('uuid', '=', tag.uuid)
+        .execute();
+      const tampered = await runCheck();
+      assert.equal(tampered.code, 1);
+      assert.match(
+        tampered.out,
+        new RegExp(`tag count mismatch: hashtag ${tag.uuid} \\(tampercount\\) stored 5, associations 2`),
+      );
+      assert.match(tampered.out, /check FAILED: 1 tags have an associations_count/);
+      await sql
+        .raw(
+          'UPDATE tags SET associations_count = (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid)',
+        )
+        .execute(t.ctx.db);
+      assert.equal((await runCheck()).code, 0);
     });
   });
 }

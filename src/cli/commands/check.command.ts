@@ -1,15 +1,16 @@
 import { checkKarmaTotals } from '../../modules/karma/karma.service.ts';
+import { checkTagCounts } from '../../modules/tag/tag.service.ts';
 import { checkAssociationAudiences } from '../../modules/tag-association/tag-association.service.ts';
 import type { Command } from '../command.ts';
 
 /**
- * `check`: verifies that every user's karma total equals their ledger and that every tag association's copied
- * audience matches its target; exit code 1 on any difference.
+ * `check`: verifies that every user's karma total equals their ledger, that every tag association's copied audience
+ * matches its target and that every tag's associations_count equals its associations; exit code 1 on any difference.
  */
 export const checkCommand: Command = {
   name: 'check',
   usage:
-    'check                        verify invariants (users.karma equals the karma ledger of every user; tag association audiences match their targets)',
+    'check                        verify invariants (users.karma equals the karma ledger of every user; tag association audiences match their targets; tag counts match their associations)',
   async run(ctx) {
     const audiences = await checkAssociationAudiences(ctx.db);
     for (const m of audiences.mismatches) {
@@ -21,6 +22,18 @@ export const checkCommand: Command = {
     if (!audiencesOk) {
       console.log(
         `check FAILED: ${audiences.capped ? 'at least ' : ''}${audiences.mismatches.length} tag associations have an audience that differs from their target's (repair: UPDATE tag_associations SET target_uuid = target_uuid recomputes a row)`,
+      );
+    }
+    const counts = await checkTagCounts(ctx.db);
+    for (const m of counts.mismatches) {
+      console.log(
+        `tag count mismatch: ${m.tag_type} ${m.uuid} (${m.name}) stored ${m.stored}, associations ${m.actual}`,
+      );
+    }
+    const countsOk = counts.mismatches.length === 0;
+    if (!countsOk) {
+      console.log(
+        `check FAILED: ${counts.capped ? 'at least ' : ''}${counts.mismatches.length} tags have an associations_count that differs from their associations (repair: UPDATE tags SET associations_count = (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid))`,
       );
     }
     const result = await checkKarmaTotals(ctx.db);
@@ -35,9 +48,9 @@ export const checkCommand: Command = {
       );
       return 1;
     }
-    if (!audiencesOk) return 1;
+    if (!audiencesOk || !countsOk) return 1;
     console.log(
-      `check OK: ${result.users} users, ${result.records} karma records, every total matches; every tag association audience matches its target`,
+      `check OK: ${result.users} users, ${result.records} karma records, every total matches; every tag association audience matches its target; every tag count matches its associations`,
     );
     return 0;
   },

@@ -282,3 +282,39 @@ export async function findHourlyUses(db: Db, dialect: Dialect, tagUuids: string[
     .execute();
   return rows.map((r) => ({ tag_uuid: r.tag_uuid, hour: r.hour, uses: Number(r.uses) }));
 }
+
+/** A tag whose stored associations_count differs from its associations (findTagCountMismatches). */
+export interface TagCountMismatch {
+  uuid: string;
+  tag_type: string;
+  name: string;
+  stored: number;
+  actual: number;
+}
+
+/** The tags whose associations_count differs from the number of their associations, at most `limit`, by uuid. */
+export async function findTagCountMismatches(db: Db, limit: number): Promise<TagCountMismatch[]> {
+  const rows = await db
+    .selectFrom('tags as t')
+    .leftJoin(
+      (eb) =>
+        eb
+          .selectFrom('tag_associations')
+          .select(['tag_uuid', (e) => e.fn.countAll<number | string>().as('n')])
+          .groupBy('tag_uuid')
+          .as('a'),
+      (join) => join.onRef('a.tag_uuid', '=', 't.uuid'),
+    )
+    .select([
+      't.uuid',
+      't.tag_type',
+      't.name',
+      't.associations_count as stored',
+      sql<number | string>`coalesce(a.n, 0)`.as('actual'),
+    ])
+    .where(sql<boolean>`t.associations_count <> coalesce(a.n, 0)`)
+    .orderBy('t.uuid')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, stored: Number(r.stored), actual: Number(r.actual) }));
+}

@@ -18,6 +18,7 @@ import {
   findHourlyUses,
   findTagByKey,
   findTagByUuid,
+  findTagCountMismatches,
   findTagsByKeys,
   findTagsByUuids,
   findTrendingHashtags,
@@ -26,6 +27,7 @@ import {
   insertTagsIgnoringConflicts,
   listTagRows,
   TAG_WHITELIST,
+  type TagCountMismatch,
   type TagRow,
   updateTagRow,
 } from './tag.repository.ts';
@@ -343,4 +345,16 @@ export async function trendingHashtags(
     out.push({ ...tag, users: r.users, uses: r.uses, hours });
   }
   return out;
+}
+
+/** Tag count mismatches listed by `check` at most. */
+const COUNT_MISMATCHES_LISTED = 1000;
+
+/**
+ * The `check` invariant of tag counts: every tag's associations_count equals its associations (the count every
+ * association write adjusts in its transaction). Returns the offending tags, at most 1,000.
+ */
+export async function checkTagCounts(db: Db): Promise<{ mismatches: TagCountMismatch[]; capped: boolean }> {
+  const mismatches = await findTagCountMismatches(db, COUNT_MISMATCHES_LISTED);
+  return { mismatches, capped: mismatches.length >= COUNT_MISMATCHES_LISTED };
 }
