@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { nowIso } from '../../src/db/time.ts';
-import { recentIndexTarget, refreshRecentIndex } from '../../src/modules/search/search.repository.ts';
+import { refreshRecentIndex } from '../../src/modules/search/search.repository.ts';
 import {
   recentIndexCheaper,
   reindex,
@@ -45,7 +45,7 @@ describe('recentIndexCheaper', () => {
 });
 
 // Shrunk sizes: 50 ranked candidates (a query is common with 10 matches among the newest 100 ids), a recent window of
-// 300 ids, so the index of recent documents starts 600 ids below the newest. 1,200 users, one in 20 named Annabel: 5
+// 300 ids, so the index of recent documents starts 375 ids below the newest. 1,200 users, one in 20 named Annabel: 5
 // of the newest 100 match (dense enough to walk, not common), 60 in all. Two are named Ann, the word itself: one in
 // the window, one about 740 ids below the newest, under the index's bound.
 const TUNING = { rankedCandidates: 50, recentDocs: 300 };
@@ -160,7 +160,7 @@ for (const dialect of testDialects()) {
         select max(id) as top from search_docs where kind <> 'messages'`.execute(t.ctx.db);
       // A window and a quarter below the newest document other than a message (Alice's message holds an id between
       // the users).
-      assert.equal(moved, recentIndexTarget(Number(top.rows[0]?.top), searchTuning.recentDocs));
+      assert.equal(moved, Number(top.rows[0]?.top) - 375);
       assert.ok((moved as number) > (first as number) + 300);
       assert.notEqual(await oid(), before);
       const stored = await sql<{ bound: string }>`select bound from search_recent`.execute(t.ctx.db);
@@ -180,7 +180,7 @@ for (const dialect of testDialects()) {
       const rebuilt = await refreshRecentIndex(t.ctx.db, searchTuning.recentDocs);
       const renumbered = await sql<{ top: string }>`
         select max(id) as top from search_docs where kind <> 'messages'`.execute(t.ctx.db);
-      assert.equal(rebuilt, recentIndexTarget(Number(renumbered.rows[0]?.top), searchTuning.recentDocs));
+      assert.equal(rebuilt, Number(renumbered.rows[0]?.top) - 375);
       const again = await sql<{ bound: string }>`select bound from search_recent`.execute(t.ctx.db);
       assert.deepEqual(
         again.rows.map((r) => Number(r.bound)),

@@ -308,10 +308,20 @@ for (const dialect of testDialects()) {
       assert.equal(before.code, 0, before.out);
       assert.match(before.out, /every tag count matches its associations/);
       const tag = await ownTag('tampercount', alice);
+      // And a tag without any association that claims one.
+      const unused = await call('POST', '/tags/create', alice.token, {
+        name: 'tamperunused',
+        tag_type: 'hashtag',
+      });
       await t.ctx.db
         .updateTable('tags')
         .set({ associations_count: 5 })
         .where('uuid', '=', tag.uuid)
+        .execute();
+      await t.ctx.db
+        .updateTable('tags')
+        .set({ associations_count: 1 })
+        .where('uuid', '=', unused.uuid)
         .execute();
       const tampered = await runCheck();
       assert.equal(tampered.code, 1);
@@ -319,12 +329,15 @@ for (const dialect of testDialects()) {
         tampered.out,
         new RegExp(`tag count mismatch: hashtag ${tag.uuid} \\(tampercount\\) stored 5, associations 2`),
       );
-      assert.match(tampered.out, /check FAILED: 1 tags have an associations_count/);
-      await sql
-        .raw(
-          'UPDATE tags SET associations_count = (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid)',
-        )
-        .execute(t.ctx.db);
+      assert.match(
+        tampered.out,
+        new RegExp(`tag count mismatch: hashtag ${unused.uuid} \\(tamperunused\\) stored 1, associations 0`),
+      );
+      assert.match(tampered.out, /check FAILED: 2 tags have an associations_count/);
+      // The repair the message names.
+      const repair = /repair, with writes stopped: (UPDATE tags .*)\)$/m.exec(tampered.out)?.[1];
+      assert.ok(repair, tampered.out);
+      await sql.raw(repair).execute(t.ctx.db);
       assert.equal((await runCheck()).code, 0);
     });
   });

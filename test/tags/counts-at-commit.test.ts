@@ -42,12 +42,12 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     /** The tag's stored count and its associations. */
     const counts = async (name: string) => {
       const tag = await findTag(t, 'hashtag', name);
-      const stored = await t.ctx.db
+      const actual = await t.ctx.db
         .selectFrom('tag_associations')
         .select((eb) => eb.fn.countAll<string>().as('n'))
         .where('tag_uuid', '=', tag.uuid)
         .executeTakeFirstOrThrow();
-      return [tag.associations_count, Number(stored.n)];
+      return [tag.associations_count, Number(actual.n)];
     };
 
     it('lets other writers count a tag while a transaction that counted it is still open', async () => {

@@ -33,7 +33,7 @@ export const checkCommand: Command = {
     const countsOk = counts.mismatches.length === 0;
     if (!countsOk) {
       console.log(
-        `check FAILED: ${counts.capped ? 'at least ' : ''}${counts.mismatches.length} tags have an associations_count that differs from their associations (repair: UPDATE tags SET associations_count = (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid))`,
+        `check FAILED: ${counts.capped ? 'at least ' : ''}${counts.mismatches.length} tags have an associations_count that differs from their associations (repair, with writes stopped: UPDATE tags SET associations_count = (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid) WHERE associations_count <> (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid))`,
       );
     }
     const result = await checkKarmaTotals(ctx.db);

@@ -1242,8 +1242,9 @@ export function recentIndexTarget(top: number, span: number): number {
 
 /**
  * PostgreSQL: builds the index of recent documents again when its bound lags `span` ids or more behind where it
- * belongs (recentIndexTarget; or builds it, when there is none); returns
- * the bound in force afterwards (undefined: none, the world being smaller than that). A GIN index over `strip(tsv)`
+ * belongs (recentIndexTarget; or builds it, when there is none); returns the bound in force afterwards (undefined:
+ * none, the world being smaller than that). Between builds it grows with every new document, up to a window and a
+ * quarter plus `span` below the newest (two to three windows before recentIndexTarget). A GIN index over `strip(tsv)`
  * of every document but messages with an id above the bound: the main index cannot answer `strip(tsv) @@ ...`, so a
  * search asks this one only when it chooses to, and messages are walked apart (docs/search.md, "The index of recent
  * documents (PostgreSQL)").

@@ -96,8 +96,9 @@ const RECENT_ENTRY_ROWS = 4;
  * entries in the index of recent documents (every document but messages above the index's bound, up to the newest
  * of the searched kinds: `indexIds` ids, documents the caller may not see included) costs less than walking the
  * window's rows in id order until `most` matches. The newest range's count (matches in the caller's scope) gives the
- * density. `love`, one match in 57 of the newest documents, had about 1,300 entries in the seeded world's index of
- * 60,000 ids (37,500 since the twenty-second session); its walk reads all 30,000 rows of the window. A word in one document of ten stops its walk after 10,000 rows, where the index holds 6,000 entries.
+ * density. `love`, one match in 57 of the newest documents, had about 1,300 entries in an index of 60,000 ids (the
+ * seeded world's before recentIndexTarget narrowed it); its walk reads all 30,000 rows of the window. A word in one
+ * document of ten stops its walk after 10,000 rows, where such an index holds 6,000 entries.
  */
 export function recentIndexCheaper(d: {
   newest: number;

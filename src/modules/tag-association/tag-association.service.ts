@@ -448,7 +448,8 @@ export async function unreact(
  * Re-syncs the hashtags and mentions of a post or comment with its text, inside the writer's transaction: missing
  * tags are created, new associations (the author as user_uuid, the target's language and audience) added, vanished
  * ones removed. `text` is the content as just written when the writer has it (a new post), so it is not read back.
- * The tags' counts come last: their rows are the ones concurrent writers queue on until each commits.
+ * The tags' counts come last on SQLite (one writer at a time anyway); PostgreSQL adds them at commit (migration
+ * 0016), staged by the insert itself when nothing was removed.
  */
 export async function syncContentTags(
   trx: Db,
@@ -474,7 +475,8 @@ export async function syncContentTags(
     current.filter((a) => !wanted.has(a.tag_uuid)).map((a) => a.uuid),
   );
   const now = nowIso();
-  // PostgreSQL, nothing removed: the insert stages its own counts (one round trip fewer per post).
+  // PostgreSQL, nothing removed: the insert stages its own counts (one round trip fewer per post). Removals need
+  // their negative deltas staged too, which the insert cannot know: then the insert and adjustTagCounts, as before.
   const countedByInsert = dialect === 'postgres' && removed.length === 0;
   const added = await (countedByInsert
     ? insertAssociationsStagingCounts
