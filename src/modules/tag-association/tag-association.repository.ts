@@ -1,12 +1,13 @@
 import {
   type Expression,
   type Insertable,
+  type QueryCreator,
   type RawBuilder,
   type SqlBool,
   sql,
   type Updateable,
 } from 'kysely';
-import type { Db, Dialect } from '../../db/database.ts';
+import type { Database, Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
 import {
   applyFilters,
@@ -260,18 +261,25 @@ export async function findNewestAssociationUuids(
   return out;
 }
 
+/**
+ * The insert of associations that skips any (tag, target, user) already stored, returning the tag of each inserted
+ * row; unexecuted, so a statement can hold it as a common table expression (insertAssociationsStagingCounts).
+ */
+export function insertAssociationsQuery(qc: QueryCreator<Database>, rows: Insertable<TagAssociationTable>[]) {
+  return qc
+    .insertInto('tag_associations')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['tag_uuid', 'target_uuid', 'user_uuid']).doNothing())
+    .returning('tag_uuid');
+}
+
 /** Inserts associations, skipping any (tag, target, user) already stored; returns the tag of each inserted row. */
 export async function insertAssociationsIgnoringConflicts(
   db: Db,
   rows: Insertable<TagAssociationTable>[],
 ): Promise<string[]> {
   if (rows.length === 0) return [];
-  const inserted = await db
-    .insertInto('tag_associations')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['tag_uuid', 'target_uuid', 'user_uuid']).doNothing())
-    .returning('tag_uuid')
-    .execute();
+  const inserted = await insertAssociationsQuery(db, rows).execute();
   return inserted.map((r) => r.tag_uuid);
 }
 

@@ -566,16 +566,10 @@ export async function removeUserTags(trx: Db, dialect: Dialect, userUuid: string
   await deleteUnusedMentionTagOf(trx, userUuid);
 }
 
-/** How many mismatches `check` lists at most (a healthy database has none). */
-const MISMATCHES_LISTED = 1000;
-
 /**
  * The `check` invariant of tag association visibility: every association's copied audience (audience,
- * audience_owner, audience_other) equals what its target gives now. Returns the offending rows, at most 1,000.
+ * audience_owner, audience_other) equals what its target gives now. Returns the offending rows, at most `limit`.
  */
-export async function checkAssociationAudiences(
-  db: Db,
-): Promise<{ mismatches: AudienceMismatch[]; capped: boolean }> {
-  const mismatches = await findAudienceMismatches(db, MISMATCHES_LISTED);
-  return { mismatches, capped: mismatches.length >= MISMATCHES_LISTED };
+export async function checkAssociationAudiences(db: Db, limit: number): Promise<AudienceMismatch[]> {
+  return findAudienceMismatches(db, limit);
 }

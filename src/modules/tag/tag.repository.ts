@@ -1,8 +1,9 @@
-import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
+import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
 import {
+  insertAssociationsQuery,
   newestAssociationsOf,
   splitUuids,
   tagVisibleTo,
@@ -144,9 +145,16 @@ export async function deleteUnusedMentionTagOf(db: Db, userUuid: string): Promis
 // Where a PostgreSQL writer stages its tag count deltas for the commit (migration 0016-tag-counts-at-commit).
 const TAG_COUNT_DELTAS = 'social.tag_count_deltas';
 
+/** PostgreSQL: the staged deltas with `more` (a JSON array of [tag uuid, delta] pairs) appended, staged again. */
+function stageDeltas(more: RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`set_config(${TAG_COUNT_DELTAS},
+    (coalesce(nullif(current_setting(${TAG_COUNT_DELTAS}, true), ''), '[]')::jsonb || ${more})::text,
+    true)`;
+}
+
 /**
- * PostgreSQL: inserts associations, skipping any (tag, target, user) already stored, and in the same statement stages
- * +1 for the tag of each inserted row, as adjustTagCounts stages its deltas: a post's associations and their counts in
+ * PostgreSQL: inserts associations as insertAssociationsIgnoringConflicts does and, in the same statement, stages +1
+ * for the tag of each inserted row, as adjustTagCounts stages its deltas: a post's associations and their counts in
  * one round trip, where an insert and then adjustTagCounts took two. Returns the tag of each inserted row.
  */
 export async function insertAssociationsStagingCounts(
@@ -156,18 +164,11 @@ export async function insertAssociationsStagingCounts(
   if (rows.length === 0) return [];
   // The staging reads the inserted rows, so the insert has run before it; a subquery without correlation is evaluated
   // once. With no row inserted it stages nothing.
-  const staged = sql<string>`set_config(${TAG_COUNT_DELTAS},
-    (coalesce(nullif(current_setting(${TAG_COUNT_DELTAS}, true), ''), '[]')::jsonb
-      || coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb))::text,
-    true)`;
+  const staged = stageDeltas(
+    sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)`,
+  );
   const inserted = await db
-    .with('added', (qb) =>
-      qb
-        .insertInto('tag_associations')
-        .values(rows)
-        .onConflict((oc) => oc.columns(['tag_uuid', 'target_uuid', 'user_uuid']).doNothing())
-        .returning('tag_uuid'),
-    )
+    .with('added', (qc) => insertAssociationsQuery(qc, rows))
     .selectFrom('added')
     .select('added.tag_uuid')
     .where(sql<boolean>`(select ${staged}) is not null`)
@@ -187,9 +188,7 @@ export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<stri
   const entries = [...deltas].filter(([, delta]) => delta !== 0).sort((a, b) => (a[0] < b[0] ? -1 : 1));
   if (entries.length === 0) return;
   if (dialect === 'postgres') {
-    await sql`select set_config(${TAG_COUNT_DELTAS},
-      (coalesce(nullif(current_setting(${TAG_COUNT_DELTAS}, true), ''), '[]')::jsonb || ${JSON.stringify(entries)}::jsonb)::text,
-      true)`.execute(db);
+    await sql`select ${stageDeltas(sql`${JSON.stringify(entries)}::jsonb`)}`.execute(db);
     return;
   }
   const delta = sql.join(

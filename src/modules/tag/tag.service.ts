@@ -347,14 +347,10 @@ export async function trendingHashtags(
   return out;
 }
 
-/** Tag count mismatches listed by `check` at most. */
-const COUNT_MISMATCHES_LISTED = 1000;
-
 /**
  * The `check` invariant of tag counts: every tag's associations_count equals its associations (the count every
- * association write adjusts in its transaction). Returns the offending tags, at most 1,000.
+ * association write adjusts in its transaction). Returns the offending tags, at most `limit`.
  */
-export async function checkTagCounts(db: Db): Promise<{ mismatches: TagCountMismatch[]; capped: boolean }> {
-  const mismatches = await findTagCountMismatches(db, COUNT_MISMATCHES_LISTED);
-  return { mismatches, capped: mismatches.length >= COUNT_MISMATCHES_LISTED };
+export async function checkTagCounts(db: Db, limit: number): Promise<TagCountMismatch[]> {
+  return findTagCountMismatches(db, limit);
 }
