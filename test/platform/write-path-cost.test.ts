@@ -312,6 +312,44 @@ for (const dialect of testDialects()) {
       assert.equal(statements.filter((s) => /from "users"/.test(s)).length, 1, statements.join('\n'));
     });
 
+    it('a reaction counts its tag in its own insert on PostgreSQL, and after it on SQLite: no other count', async () => {
+      const created = await injectWithToken(app, {
+        method: 'POST',
+        url: '/posts',
+        token: author.token,
+        payload: { body: 'react to me', language: 'en' },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      log.statements.length = 0;
+      const res = await injectWithToken(app, {
+        method: 'POST',
+        url: `/posts/${body(created).data.uuid}/emotions`,
+        token: mentioned.token,
+        payload: { name: 'love' },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      const inserts = log.statements.filter((s) => /insert into "tag_associations"/.test(s));
+      assert.equal(inserts.length, 1, log.statements.join('\n'));
+      const counts = log.statements.filter((s) => /set_config\(|update "?tags"? /.test(s));
+      if (dialect.name === 'postgres') {
+        assert.match(
+          inserts[0] as string,
+          /^with "added" as \(insert into "tag_associations" .*set_config\(/,
+        );
+        assert.deepEqual(counts, inserts, log.statements.join('\n'));
+      } else {
+        assert.equal(counts.length, 1, log.statements.join('\n'));
+        assert.ok(log.statements.indexOf(counts[0] as string) > log.statements.indexOf(inserts[0] as string));
+      }
+      const tag = await ctx.db
+        .selectFrom('tags')
+        .select('associations_count')
+        .where('tag_type', '=', 'emotion')
+        .where('name_key', '=', 'love')
+        .executeTakeFirstOrThrow();
+      assert.equal(tag.associations_count, 1);
+    });
+
     it('reads no token row while only content was written since the last check (the auth version)', async () => {
       // Without tags, so the counts the next test checks stay as they were.
       await post('plain words');

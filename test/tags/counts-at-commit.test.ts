@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
-import { adjustTagCounts, insertAssociationsStagingCounts } from '../../src/modules/tag/tag.repository.ts';
-import { insertAssociationsIgnoringConflicts } from '../../src/modules/tag-association/tag-association.repository.ts';
+import { adjustTagCounts, insertAssociationsCounted } from '../../src/modules/tag/tag.repository.ts';
+import {
+  deleteAssociationsByUuids,
+  insertAssociationsIgnoringConflicts,
+} from '../../src/modules/tag-association/tag-association.repository.ts';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost, findTag } from './support.ts';
 
@@ -39,9 +42,19 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       const added = await insertAssociationsIgnoringConflicts(trx, [row(tagUuid, postUuid)]);
       await adjustTagCounts(trx, 'postgres', new Map(added.map((u) => [u, 1])));
     }
-    /** The tag's stored count and its associations. */
+    /** The uuids of the tag's associations. */
+    const associationUuids = async (db: typeof t.ctx.db, tagUuid: string) =>
+      (await db.selectFrom('tag_associations').select('uuid').where('tag_uuid', '=', tagUuid).execute()).map(
+        (r) => r.uuid,
+      );
+    /** The tag's stored count and its associations (read from the tables: a tag left unused is hidden from the API). */
     const counts = async (name: string) => {
-      const tag = await findTag(t, 'hashtag', name);
+      const tag = await t.ctx.db
+        .selectFrom('tags')
+        .select(['uuid', 'associations_count'])
+        .where('tag_type', '=', 'hashtag')
+        .where('name_key', '=', name)
+        .executeTakeFirstOrThrow();
       const actual = await t.ctx.db
         .selectFrom('tag_associations')
         .select((eb) => eb.fn.countAll<string>().as('n'))
@@ -86,14 +99,14 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       for (const name of ['undone', 'twice']) assert.deepEqual(await counts(name), [2, 2], name);
     });
 
-    it('an insert that stages its own counts adds them at commit, with those staged before, and nothing twice', async () => {
+    it('an insert that counts its own rows adds them at commit, with those staged before, and nothing twice', async () => {
       const post = await createPost(t, alice, 'own #inserted #staged');
       const inserted = await findTag(t, 'hashtag', 'inserted');
       const staged = await findTag(t, 'hashtag', 'staged');
       const other = await createPost(t, alice, 'another');
       await assert.rejects(
         t.ctx.db.transaction().execute(async (trx) => {
-          await insertAssociationsStagingCounts(trx, [row(inserted.uuid, post)]);
+          await insertAssociationsCounted(trx, 'postgres', [row(inserted.uuid, post)]);
           throw new Error('rolled back');
         }),
         /rolled back/,
@@ -101,7 +114,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       assert.deepEqual(await counts('inserted'), [1, 1]);
       await t.ctx.db.transaction().execute(async (trx) => {
         await tagInside(trx, staged.uuid, post);
-        const added = await insertAssociationsStagingCounts(trx, [
+        const added = await insertAssociationsCounted(trx, 'postgres', [
           row(inserted.uuid, post),
           row(inserted.uuid, other),
           row(staged.uuid, post),
@@ -109,10 +122,37 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         // bob's association of `staged` with the post exists: skipped, not counted.
         assert.deepEqual(added.toSorted(), [inserted.uuid, inserted.uuid].toSorted());
         // Nothing inserted, nothing staged.
-        assert.deepEqual(await insertAssociationsStagingCounts(trx, [row(staged.uuid, post)]), []);
+        assert.deepEqual(await insertAssociationsCounted(trx, 'postgres', [row(staged.uuid, post)]), []);
       });
       assert.deepEqual(await counts('inserted'), [3, 3]);
       assert.deepEqual(await counts('staged'), [2, 2]);
+    });
+
+    it('an insert stages the removals it is given, also when it inserts nothing', async () => {
+      const post = await createPost(t, alice, 'gone #kept #dropped');
+      const kept = await findTag(t, 'hashtag', 'kept');
+      const dropped = await findTag(t, 'hashtag', 'dropped');
+      const other = await createPost(t, alice, 'elsewhere');
+      await t.ctx.db.transaction().execute(async (trx) => {
+        const removed = await deleteAssociationsByUuids(trx, await associationUuids(trx, dropped.uuid));
+        // alice's association of `kept` with the post exists: skipped, and the removal still counted.
+        const added = await insertAssociationsCounted(
+          trx,
+          'postgres',
+          [{ ...row(kept.uuid, post), user_uuid: alice.uuid }],
+          removed,
+        );
+        assert.deepEqual(added, []);
+      });
+      assert.deepEqual(await counts('dropped'), [0, 0]);
+      assert.deepEqual(await counts('kept'), [1, 1]);
+      await t.ctx.db.transaction().execute(async (trx) => {
+        const removed = await deleteAssociationsByUuids(trx, await associationUuids(trx, kept.uuid));
+        const added = await insertAssociationsCounted(trx, 'postgres', [row(dropped.uuid, other)], removed);
+        assert.deepEqual(added, [dropped.uuid]);
+      });
+      assert.deepEqual(await counts('dropped'), [1, 1]);
+      assert.deepEqual(await counts('kept'), [0, 0]);
     });
   });
 }

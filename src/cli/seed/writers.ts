@@ -27,9 +27,8 @@ import type { PostTable } from '../../modules/post/post.table.ts';
 import { rebuildIndex } from '../../modules/search/search.repository.ts';
 import { extractHashtags, extractMentions, type FoundName } from '../../modules/tag/extract.ts';
 import { normalizeTagName, type TagType } from '../../modules/tag/normalize.ts';
-import { adjustTagCounts } from '../../modules/tag/tag.repository.ts';
+import { insertAssociationsCounted } from '../../modules/tag/tag.repository.ts';
 import { ensureEmotionTag, ensureTags } from '../../modules/tag/tag.service.ts';
-import { insertAssociationsIgnoringConflicts } from '../../modules/tag-association/tag-association.repository.ts';
 import type { TagAssociationTable } from '../../modules/tag-association/tag-association.table.ts';
 import { insertUser } from '../../modules/user/user.repository.ts';
 import type { UserTable } from '../../modules/user/user.table.ts';
@@ -274,7 +273,7 @@ export class EventWriter implements WorldWriter {
       const tag = await ensureEmotionTag(trx, r.emotion);
       const now = nowIso();
       const uuid = uuidv7();
-      const inserted = await insertAssociationsIgnoringConflicts(trx, [
+      const inserted = await insertAssociationsCounted(trx, this.#ctx.dialect, [
         {
           uuid,
           tag_uuid: tag.uuid,
@@ -287,7 +286,6 @@ export class EventWriter implements WorldWriter {
         },
       ]);
       if (inserted.length === 0) continue; // this user already reacted so to this post
-      await adjustTagCounts(trx, this.#ctx.dialect, new Map([[tag.uuid, 1]]));
       await this.#ctx.bus.emit(trx, {
         name: 'emotionCreated',
         actorUuid: r.userUuid,

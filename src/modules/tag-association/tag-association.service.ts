@@ -12,10 +12,11 @@ import { extractHashtags, extractMentions, type FoundName } from '../tag/extract
 import { normalizeTagName } from '../tag/normalize.ts';
 import {
   adjustTagCounts,
+  countDeltas,
   deleteUnusedMentionTagOf,
   findTagByKey,
   findTagByUuid,
-  insertAssociationsStagingCounts,
+  insertAssociationsCounted,
 } from '../tag/tag.repository.ts';
 import { ensureEmotionTag, ensureTags } from '../tag/tag.service.ts';
 import { findTarget, type TargetKind } from '../target/target.repository.ts';
@@ -36,7 +37,6 @@ import {
   findExtractedAssociations,
   findMentionedUsers,
   findReactionUuidsOn,
-  insertAssociationsIgnoringConflicts,
   listAssociationRows,
   setTargetLanguage,
   type TagAssociationRow,
@@ -78,12 +78,6 @@ function toApi(row: TagAssociationRow): ApiTagAssociation {
 }
 
 /** Counts per tag: +1 for each added tag uuid, -1 for each removed one. */
-function deltas(added: string[], removed: string[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const t of added) out.set(t, (out.get(t) ?? 0) + 1);
-  for (const t of removed) out.set(t, (out.get(t) ?? 0) - 1);
-  return out;
-}
 
 /** One association whose target the viewer may see. */
 export async function getAssociation(
@@ -230,7 +224,7 @@ export async function createAssociation(
       created_at: now,
       updated_at: now,
     };
-    const added = await insertAssociationsIgnoringConflicts(trx, [row]);
+    const added = await insertAssociationsCounted(trx, ctx.dialect, [row]);
     if (added.length === 0)
       throw duplicate((await findAssociationByKey(trx, tag.uuid, target.uuid, caller)) ?? row);
     if (isReaction(tag.tag_type, row.target_type)) {
@@ -243,7 +237,6 @@ export async function createAssociation(
         target.user_uuid,
       );
     }
-    await adjustTagCounts(trx, ctx.dialect, deltas(added, []));
     return toApi(row);
   });
 }
@@ -305,7 +298,7 @@ export async function deleteAssociation(ctx: Context, uuid: string): Promise<voi
     }
     const removed = await deleteAssociationsByUuids(trx, [uuid.toLowerCase()]);
     if (removed.length === 0) throw objectNotFound('tag association');
-    await adjustTagCounts(trx, ctx.dialect, deltas([], removed));
+    await adjustTagCounts(trx, ctx.dialect, countDeltas([], removed));
   });
 }
 
@@ -369,7 +362,8 @@ async function applyAssociationUpdate(
     updated_at: nowIso(),
   };
   await updateAssociationRow(trx, row.uuid, patch);
-  if (tagUuid !== row.tag_uuid) await adjustTagCounts(trx, ctx.dialect, deltas([tagUuid], [row.tag_uuid]));
+  if (tagUuid !== row.tag_uuid)
+    await adjustTagCounts(trx, ctx.dialect, countDeltas([tagUuid], [row.tag_uuid]));
   return toApi({ ...row, ...patch });
 }
 
@@ -404,16 +398,14 @@ export async function react(
       created_at: now,
       updated_at: now,
     };
-    const added = await insertAssociationsIgnoringConflicts(trx, [row]);
+    const added = await insertAssociationsCounted(trx, ctx.dialect, [row]);
     if (added.length === 0) {
       // A concurrent identical reaction won the race: answer with it.
       const won = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
       if (won) return { association: toApi(won), created: false };
     }
-    // Subscribers (karma) lock the author's row first, as on every other write, then the tag row is counted:
-    // one lock order everywhere keeps PostgreSQL free of deadlocks.
+    // Subscribers (karma) lock the author's row; the tag's row is locked only at commit (adjustTagCounts).
     await emitReaction(ctx, trx, 'emotionCreated', row, tag.name_key, target.user_uuid);
-    await adjustTagCounts(trx, ctx.dialect, deltas(added, []));
     return { association: toApi(row), created: true };
   });
 }
@@ -440,7 +432,7 @@ export async function unreact(
     if (!tag || !row || row.target_type !== kind) throw none();
     await emitReactionDeleted(ctx, trx, { ...row, target_type: kind }, tag.name_key);
     const removed = await deleteAssociationsByUuids(trx, [row.uuid]);
-    await adjustTagCounts(trx, ctx.dialect, deltas([], removed));
+    await adjustTagCounts(trx, ctx.dialect, countDeltas([], removed));
   });
 }
 
@@ -475,13 +467,9 @@ export async function syncContentTags(
     current.filter((a) => !wanted.has(a.tag_uuid)).map((a) => a.uuid),
   );
   const now = nowIso();
-  // PostgreSQL, nothing removed: the insert stages its own counts (one round trip fewer per post). Removals need
-  // their negative deltas staged too, which the insert cannot know: then the insert and adjustTagCounts, as before.
-  const countedByInsert = dialect === 'postgres' && removed.length === 0;
-  const added = await (countedByInsert
-    ? insertAssociationsStagingCounts
-    : insertAssociationsIgnoringConflicts)(
+  await insertAssociationsCounted(
     trx,
+    dialect,
     [...wanted]
       .filter((t) => !have.has(t))
       .map((tagUuid) => ({
@@ -498,9 +486,9 @@ export async function syncContentTags(
         created_at: now,
         updated_at: now,
       })),
+    removed,
   );
   if (!isNew) await setTargetLanguage(trx, kind, uuid, content.language);
-  if (!countedByInsert) await adjustTagCounts(trx, dialect, deltas(added, removed));
 }
 
 /**
@@ -554,7 +542,7 @@ export async function removeTargetTags(
 ): Promise<void> {
   const removed = await deleteAssociationsOfTarget(trx, kind, uuid);
   if (kind === 'post') removed.push(...(await deleteAssociationsOfPostComments(trx, uuid)));
-  await adjustTagCounts(trx, dialect, deltas([], removed));
+  await adjustTagCounts(trx, dialect, countDeltas([], removed));
 }
 
 /**
@@ -562,7 +550,7 @@ export async function removeTargetTags(
  * the user in others' content: the name may be registered again, by someone else.
  */
 export async function removeUserTags(trx: Db, dialect: Dialect, userUuid: string): Promise<void> {
-  await adjustTagCounts(trx, dialect, deltas([], await deleteAssociationsOfUser(trx, userUuid)));
+  await adjustTagCounts(trx, dialect, countDeltas([], await deleteAssociationsOfUser(trx, userUuid)));
   await deleteUnusedMentionTagOf(trx, userUuid);
 }
 

@@ -3,6 +3,7 @@ import type { Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
 import {
+  insertAssociationsIgnoringConflicts,
   insertAssociationsQuery,
   newestAssociationsOf,
   splitUuids,
@@ -153,27 +154,41 @@ function stageDeltas(more: RawBuilder<unknown>): RawBuilder<string> {
 }
 
 /**
- * PostgreSQL: inserts associations as insertAssociationsIgnoringConflicts does and, in the same statement, stages +1
- * for the tag of each inserted row, as adjustTagCounts stages its deltas: a post's associations and their counts in
- * one round trip, where an insert and then adjustTagCounts took two. Returns the tag of each inserted row.
+ * Inserts associations, skipping any (tag, target, user) already stored, and counts them with adjustTagCounts' rules:
+ * +1 for the tag of each inserted row, -1 for each tag in `removed` (associations the caller deleted in this
+ * transaction). PostgreSQL: the insert stages its own counts, one round trip where an insert and then the staging
+ * took two. SQLite: the insert, then adjustTagCounts. Returns the tag of each inserted row.
  */
-export async function insertAssociationsStagingCounts(
+export async function insertAssociationsCounted(
   db: Db,
+  dialect: Dialect,
   rows: Insertable<TagAssociationTable>[],
+  removed: string[] = [],
 ): Promise<string[]> {
-  if (rows.length === 0) return [];
-  // The staging reads the inserted rows, so the insert has run before it; a subquery without correlation is evaluated
-  // once. With no row inserted it stages nothing.
+  if (dialect !== 'postgres' || rows.length === 0) {
+    const added = await insertAssociationsIgnoringConflicts(db, rows);
+    await adjustTagCounts(db, dialect, countDeltas(added, removed));
+    return added;
+  }
+  // A statement without FROM evaluates its one row, so the removals are staged even when every row was skipped;
+  // both expressions read the insert's rows, which a data-modifying CTE produces once, before either reads them.
   const staged = stageDeltas(
-    sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)`,
+    sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)
+      || ${JSON.stringify(removed.map((uuid) => [uuid, -1]))}::jsonb`,
   );
-  const inserted = await db
+  const row = await db
     .with('added', (qc) => insertAssociationsQuery(qc, rows))
-    .selectFrom('added')
-    .select('added.tag_uuid')
-    .where(sql<boolean>`(select ${staged}) is not null`)
-    .execute();
-  return inserted.map((r) => r.tag_uuid);
+    .selectNoFrom([sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'), staged.as('staged')])
+    .executeTakeFirstOrThrow();
+  return row.tags;
+}
+
+/** Each tag's delta: +1 per appearance in `added`, -1 per appearance in `removed`. */
+export function countDeltas(added: string[], removed: string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const t of added) out.set(t, (out.get(t) ?? 0) + 1);
+  for (const t of removed) out.set(t, (out.get(t) ?? 0) - 1);
+  return out;
 }
 
 /**
