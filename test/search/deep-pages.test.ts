@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { deepWalkTuning } from '../../src/modules/search/search.repository.ts';
+import {
+  DOC_KINDS,
+  deepWalkSplit,
+  deepWalkTuning,
+  docIdRange,
+} from '../../src/modules/search/search.repository.ts';
 import { searchTuning } from '../../src/modules/search/search.service.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call, readAllPages } from './world.ts';
@@ -138,6 +143,49 @@ for (const dialect of testDialects()) {
         }
         assert.ok(whole.post.length > 20 && whole.comment.length > 5, `${url}: enough to page`);
       }
+    });
+
+    it("PostgreSQL: a signed-in deep walk takes its density from the kinds besides messages, not others' messages", {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      // The newest documents are messages between two other users, and one of the owner's own among them: sampled
+      // with the messages, the owner's density was 1 match in 10 ids, and the split fell to the first id.
+      const [a, b] = [await t.createUser('kiwi_chat_a'), await t.createUser('kiwi_chat_b')];
+      await call(t, 'POST', '/messages', w.owner.token, { recipient_uuid: a.uuid, body: 'kiwi for you' });
+      for (let i = 0; i < 12; i++) {
+        await call(t, 'POST', '/messages', a.token, { recipient_uuid: b.uuid, body: `kiwi chat ${i}` });
+      }
+      const others = DOC_KINDS.filter((k) => k !== 'messages');
+      const { first } = await docIdRange(t.ctx.db, 'postgres', DOC_KINDS);
+      const { last } = await docIdRange(t.ctx.db, 'postgres', others);
+      const standardDeep = { ...deepWalkTuning };
+      try {
+        Object.assign(deepWalkTuning, { densitySample: 10, spreadRanges: 0 });
+        const split = await deepWalkSplit(
+          t.ctx.db,
+          'postgres',
+          { terms: ['kiwi'] },
+          { kinds: DOC_KINDS, viewer: w.owner.uuid },
+          { first, top: last + 13 },
+          20,
+        );
+        // Bounded below the newest documents, as a guest's: not the whole index.
+        assert.ok(split && split.walkAbove > first - 1, JSON.stringify({ split, first, last }));
+        const guest = await deepWalkSplit(
+          t.ctx.db,
+          'postgres',
+          { terms: ['kiwi'] },
+          { kinds: DOC_KINDS, viewer: null },
+          { first, top: last + 13 },
+          20,
+        );
+        assert.ok(guest && guest.walkAbove > first - 1, JSON.stringify({ guest, first, last }));
+      } finally {
+        Object.assign(deepWalkTuning, standardDeep);
+      }
+      // The owner's deep pages are the same slices of one order as before.
+      const whole = await readAll('/search?query=kiwi', w.owner.token, 100);
+      assert.deepEqual(await readAll('/search?query=kiwi', w.owner.token, 7, true), whole);
     });
 
     it('a block of new documents without the words leaves every deep page as it was', async () => {

@@ -707,8 +707,13 @@ export async function deepWalkSplit(
   need: number,
 ): Promise<{ walkAbove: number; forceWalk: boolean } | undefined> {
   if (dialect !== 'postgres') return undefined;
-  // A guest never sees a message: their density, and the newest ids (messages in a seeded world), would mislead.
-  const kinds = scope.viewer === null ? scope.kinds.filter((k) => k !== 'messages') : scope.kinds;
+  // The density of the kinds other than messages: a guest never sees a message, and a signed-in caller sees only
+  // their own, which their walk reads apart (pgMessagesApart). The newest ids are often others' messages (a seeded
+  // world's newest 50,000): sampled with them, a caller's one or two own messages among 2,000 ids gave a density
+  // so low that the split fell to the first id, and the walk read every match through GIN. Messages alone keep
+  // their own density.
+  const others = scope.kinds.filter((k) => k !== 'messages');
+  const kinds = others.length > 0 || scope.viewer === null ? others : scope.kinds;
   if (kinds.length === 0) return undefined;
   const { last } = await docIdRange(db, dialect, kinds);
   const top = Math.min(range.top, last);
