@@ -223,6 +223,9 @@ class StatementLog implements KyselyPlugin {
   }
 }
 
+// PostgreSQL: an insert of associations that stages their tag counts in its own statement (insertAssociationsCounted).
+const COUNTED_INSERT = /^with "added" as \(insert into "tag_associations" .*set_config\(/;
+
 for (const dialect of testDialects()) {
   describe(`statements per request (posts, lists, searches) [${dialect.name}]`, () => {
     let app: FastifyInstance;
@@ -300,10 +303,7 @@ for (const dialect of testDialects()) {
       assert.ok(!statements.some((s) => /from "users" .*for no key update/.test(s)), statements.join('\n'));
       // PostgreSQL stages the counts for its commit, which adds them (migration 0016): no tag row is locked before.
       // The associations' insert stages them itself.
-      const counting =
-        dialect.name === 'postgres'
-          ? /^with "added" as \(insert into "tag_associations" .*set_config\(/
-          : /update "?tags"? /;
+      const counting = dialect.name === 'postgres' ? COUNTED_INSERT : /update "?tags"? /;
       assert.match(statements.at(-1) as string, counting);
       assert.equal(statements.filter((s) => counting.test(s)).length, 1);
       if (dialect.name === 'postgres') assert.ok(!statements.some((s) => /update "?tags"? /.test(s)));
@@ -332,10 +332,7 @@ for (const dialect of testDialects()) {
       assert.equal(inserts.length, 1, log.statements.join('\n'));
       const counts = log.statements.filter((s) => /set_config\(|update "?tags"? /.test(s));
       if (dialect.name === 'postgres') {
-        assert.match(
-          inserts[0] as string,
-          /^with "added" as \(insert into "tag_associations" .*set_config\(/,
-        );
+        assert.match(inserts[0] as string, COUNTED_INSERT);
         assert.deepEqual(counts, inserts, log.statements.join('\n'));
       } else {
         assert.equal(counts.length, 1, log.statements.join('\n'));

@@ -121,7 +121,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         ]);
         // bob's association of `staged` with the post exists: skipped, not counted.
         assert.deepEqual(added.toSorted(), [inserted.uuid, inserted.uuid].toSorted());
-        // Nothing inserted, nothing staged.
+        // Nothing inserted, nothing counted.
         assert.deepEqual(await insertAssociationsCounted(trx, 'postgres', [row(staged.uuid, post)]), []);
       });
       assert.deepEqual(await counts('inserted'), [3, 3]);

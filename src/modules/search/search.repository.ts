@@ -685,6 +685,16 @@ function olderStep(walk: IdWalk, lowest: number, found: number): number | undefi
  * searched kinds and, when those hold no match, `spreadRanges` ranges of `spreadRangeIds` ids spread below them.
  */
 export const deepWalkTuning = { densitySample: 2000, spreadRanges: 4, spreadRangeIds: 500 };
+/**
+ * The kinds whose newest documents measure a search (its recent window, its commonness, a deep walk's density): the
+ * kinds besides messages when there are any, for a guest (who sees no message) and a signed-in caller alike (who
+ * sees only their own, walked apart: pgMessagesApart); messages alone for a signed-in caller; none for a guest.
+ */
+export function sampledKinds(scope: Scope): readonly DocKind[] {
+  const others = scope.kinds.filter((k) => k !== 'messages');
+  return others.length > 0 || scope.viewer === null ? others : scope.kinds;
+}
+
 /** A deep walk's range holds this many times the matches it needs, by the estimate, to absorb chance. */
 const DEEP_MARGIN = 1.25;
 /** A deep walk over at most this many ids reads them in order (each a heap row) rather than through GIN. */
@@ -707,13 +717,10 @@ export async function deepWalkSplit(
   need: number,
 ): Promise<{ walkAbove: number; forceWalk: boolean } | undefined> {
   if (dialect !== 'postgres') return undefined;
-  // The density of the kinds other than messages: a guest never sees a message, and a signed-in caller sees only
-  // their own, which their walk reads apart (pgMessagesApart). The newest ids are often others' messages (a seeded
-  // world's newest 50,000): sampled with them, a caller's one or two own messages among 2,000 ids gave a density
-  // so low that the split fell to the first id, and the walk read every match through GIN. Messages alone keep
-  // their own density.
-  const others = scope.kinds.filter((k) => k !== 'messages');
-  const kinds = others.length > 0 || scope.viewer === null ? others : scope.kinds;
+  // Sampled with others' messages (a seeded world's newest 50,000 ids), a signed-in caller's one or two own
+  // messages among 2,000 ids gave a density so low that the split fell to the first id, and the walk read every
+  // match through GIN (sampledKinds).
+  const kinds = sampledKinds(scope);
   if (kinds.length === 0) return undefined;
   const { last } = await docIdRange(db, dialect, kinds);
   const top = Math.min(range.top, last);

@@ -309,9 +309,8 @@ async function exactDocs(
   // a common word look rare (docs/search.md, "Uncached common words on PostgreSQL"). The recent window and the
   // commonness count leave them out when other kinds are searched, for a guest (who sees none) and for a signed-in
   // caller alike; the caller's own messages are still walked, in every range, up to the newest (`last`).
-  const others = scope.kinds.filter((k) => k !== 'messages');
-  if (scope.viewer === null && others.length === 0) return [];
-  const kinds = others.length > 0 ? others : scope.kinds;
+  const kinds = repo.sampledKinds(scope);
+  if (kinds.length === 0) return [];
   const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
   const ends = await repo.docIdRanges(
     db,

@@ -263,7 +263,7 @@ export async function findNewestAssociationUuids(
 
 /**
  * The insert of associations that skips any (tag, target, user) already stored, returning the tag of each inserted
- * row; unexecuted, so a statement can hold it as a common table expression (insertAssociationsStagingCounts).
+ * row; unexecuted, so a statement can hold it as a common table expression (insertAssociationsCounted).
  */
 export function insertAssociationsQuery(qc: QueryCreator<Database>, rows: Insertable<TagAssociationTable>[]) {
   return qc

@@ -77,8 +77,6 @@ function toApi(row: TagAssociationRow): ApiTagAssociation {
   };
 }
 
-/** Counts per tag: +1 for each added tag uuid, -1 for each removed one. */
-
 /** One association whose target the viewer may see. */
 export async function getAssociation(
   ctx: Context,
@@ -404,7 +402,7 @@ export async function react(
       const won = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
       if (won) return { association: toApi(won), created: false };
     }
-    // Subscribers (karma) lock the author's row; the tag's row is locked only at commit (adjustTagCounts).
+    // Subscribers (karma) lock the author's row; PostgreSQL locks the tag's row only at commit (migration 0016).
     await emitReaction(ctx, trx, 'emotionCreated', row, tag.name_key, target.user_uuid);
     return { association: toApi(row), created: true };
   });
@@ -440,8 +438,8 @@ export async function unreact(
  * Re-syncs the hashtags and mentions of a post or comment with its text, inside the writer's transaction: missing
  * tags are created, new associations (the author as user_uuid, the target's language and audience) added, vanished
  * ones removed. `text` is the content as just written when the writer has it (a new post), so it is not read back.
- * The tags' counts come last on SQLite (one writer at a time anyway); PostgreSQL adds them at commit (migration
- * 0016), staged by the insert itself when nothing was removed.
+ * The tags' counts (+1 per added association, -1 per removed one) go with the insert (insertAssociationsCounted):
+ * SQLite adds them right after it, PostgreSQL stages them in the insert's own statement and adds them at commit.
  */
 export async function syncContentTags(
   trx: Db,

@@ -178,7 +178,10 @@ export async function insertAssociationsCounted(
   );
   const row = await db
     .with('added', (qc) => insertAssociationsQuery(qc, rows))
-    .selectNoFrom([sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'), staged.as('staged')])
+    .selectNoFrom([
+      sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'),
+      sql<boolean>`${staged} is not null`.as('staged'),
+    ])
     .executeTakeFirstOrThrow();
   return row.tags;
 }
