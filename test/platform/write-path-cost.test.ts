@@ -264,6 +264,21 @@ for (const dialect of testDialects()) {
     });
     after(async () => close?.());
 
+    /** The stored associations_count of a tag. */
+    const storedCount = async (tagType: string, nameKey: string) =>
+      Number(
+        (
+          await ctx.db
+            .selectFrom('tags')
+            .select('associations_count')
+            .where('tag_type', '=', tagType)
+            .where('name_key', '=', nameKey)
+            .executeTakeFirstOrThrow()
+        ).associations_count,
+      );
+    /** POST /posts as the author. */
+    const postAsAuthor = (payload: Record<string, unknown>) =>
+      injectWithToken(app, { method: 'POST', url: '/posts', token: author.token, payload });
     /** Posts `text` and returns the statements from the post's insert to the end of the request. */
     const post = async (text: string) => {
       log.statements.length = 0;
@@ -313,12 +328,7 @@ for (const dialect of testDialects()) {
     });
 
     it('a reaction counts its tag in its own insert on PostgreSQL, and after it on SQLite: no other count', async () => {
-      const created = await injectWithToken(app, {
-        method: 'POST',
-        url: '/posts',
-        token: author.token,
-        payload: { body: 'react to me', language: 'en' },
-      });
+      const created = await postAsAuthor({ body: 'react to me', language: 'en' });
       assert.equal(created.statusCode, 201, created.body);
       log.statements.length = 0;
       const res = await injectWithToken(app, {
@@ -338,25 +348,14 @@ for (const dialect of testDialects()) {
         assert.equal(counts.length, 1, log.statements.join('\n'));
         assert.ok(log.statements.indexOf(counts[0] as string) > log.statements.indexOf(inserts[0] as string));
       }
-      const tag = await ctx.db
-        .selectFrom('tags')
-        .select('associations_count')
-        .where('tag_type', '=', 'emotion')
-        .where('name_key', '=', 'love')
-        .executeTakeFirstOrThrow();
-      assert.equal(tag.associations_count, 1);
+      assert.equal(await storedCount('emotion', 'love'), 1);
     });
 
     it('reads no token row while only content was written since the last check (the auth version)', async () => {
       // Without tags, so the counts the next test checks stay as they were.
       await post('plain words');
       log.statements.length = 0;
-      const res = await injectWithToken(app, {
-        method: 'POST',
-        url: '/posts',
-        token: author.token,
-        payload: { body: 'plain words again', language: 'en' },
-      });
+      const res = await postAsAuthor({ body: 'plain words again', language: 'en' });
       assert.equal(res.statusCode, 201, res.body);
       assert.ok(!log.statements.some((s) => /from "tokens"/.test(s)), log.statements.join('\n'));
     });
@@ -397,13 +396,7 @@ for (const dialect of testDialects()) {
         .where('uuid', '=', fresh.uuid)
         .executeTakeFirst();
       assert.equal(Number(user?.karma), 2);
-      const tag = await ctx.db
-        .selectFrom('tags')
-        .select('associations_count')
-        .where('tag_type', '=', 'hashtag')
-        .where('name_key', '=', 'morning')
-        .executeTakeFirstOrThrow();
-      assert.equal(Number(tag.associations_count), CAP + 2);
+      assert.equal(await storedCount('hashtag', 'morning'), CAP + 2);
     });
 
     it('list pages of one filter share their exact count until the next write', async () => {
