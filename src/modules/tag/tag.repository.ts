@@ -146,11 +146,14 @@ export async function deleteUnusedMentionTagOf(db: Db, userUuid: string): Promis
 // Where a PostgreSQL writer stages its tag count deltas for the commit (migration 0016-tag-counts-at-commit).
 const TAG_COUNT_DELTAS = 'social.tag_count_deltas';
 
-/** PostgreSQL: the staged deltas with `more` (a JSON array of [tag uuid, delta] pairs) appended, staged again. */
-function stageDeltas(more: RawBuilder<unknown>): RawBuilder<string> {
-  return sql<string>`set_config(${TAG_COUNT_DELTAS},
+/**
+ * PostgreSQL: stages the staged deltas with `more` (a JSON array of [tag uuid, delta] pairs) appended; the expression
+ * is true. Not the setting's text, which grows with every staging of the transaction and need not travel back.
+ */
+function stageDeltas(more: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`set_config(${TAG_COUNT_DELTAS},
     (coalesce(nullif(current_setting(${TAG_COUNT_DELTAS}, true), ''), '[]')::jsonb || ${more})::text,
-    true)`;
+    true) is not null`;
 }
 
 /**
@@ -178,10 +181,7 @@ export async function insertAssociationsCounted(
   );
   const row = await db
     .with('added', (qc) => insertAssociationsQuery(qc, rows))
-    .selectNoFrom([
-      sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'),
-      sql<boolean>`${staged} is not null`.as('staged'),
-    ])
+    .selectNoFrom([sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'), staged.as('staged')])
     .executeTakeFirstOrThrow();
   return row.tags;
 }
