@@ -59,6 +59,7 @@ export function apiConnectOptions(config: Config): ConnectOptions {
   return {
     synchronous: config.SQLITE_SYNCHRONOUS,
     poolSize: 10,
+    pgGroupCommit: true,
     readers: config.SQLITE_READERS,
     readerHeapMb: config.SQLITE_READER_HEAP_MB,
     readerCacheMb: config.SQLITE_READER_CACHE_MB,

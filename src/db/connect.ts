@@ -5,6 +5,12 @@ import pg from 'pg';
 import type { Database, Dialect } from './database.ts';
 import { registerDirectVersionReader } from './exact-cache.ts';
 import type { GroupCommitOptions, GroupCommitStats } from './group-commit.ts';
+import {
+  PG_GROUP_COMMIT_DEFAULTS,
+  PgGroupCommitDialect,
+  type PgGroupCommitOptions,
+  type PgGroupCommitStats,
+} from './pg-group-commit.ts';
 import { prepareStatements } from './prepared-statements.ts';
 import { ReaderPool, ReaderPoolDialect } from './reader-pool.ts';
 import { RetryingKysely } from './retrying-kysely.ts';
@@ -23,6 +29,8 @@ export interface DbHandle {
   sqlitePath: string | undefined;
   /** SQLite with group commit: its counters (how many transactions each fsync acknowledged). */
   groupCommitStats?: () => Readonly<GroupCommitStats> | undefined;
+  /** PostgreSQL with group commit: its counters (how many transactions each COMMIT acknowledged). */
+  pgGroupCommitStats?: () => Readonly<PgGroupCommitStats> | undefined;
 }
 
 const TIMESTAMPTZ = 1184;
@@ -47,6 +55,11 @@ export interface ConnectOptions {
    * On by default; false commits each transaction alone. In-memory databases never group (nothing to sync).
    */
   groupCommit?: boolean | GroupCommitOptions;
+  /**
+   * PostgreSQL only: run concurrent transactions in groups that share one COMMIT (pg-group-commit.ts). Off by
+   * default (the CLI's transactions set transaction-local settings); the API turns it on.
+   */
+  pgGroupCommit?: boolean | Partial<PgGroupCommitOptions>;
 }
 
 /** Pages a PostgreSQL bitmap heap scan asks the OS to prefetch (docs/search.md, "Deep pages from disk"). */
@@ -100,9 +113,10 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
       ...(reader ? { groupCommitStats: () => dialect.groupCommitStats() } : {}),
     };
   }
+  const poolSize = options.poolSize ?? 10;
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.poolSize ?? 10,
+    max: poolSize,
     statement_timeout: options.statementTimeoutMs ?? 10_000,
     // JIT compilation adds about 350 ms to short visibility-heavy queries and never pays off for this workload.
     options: '-c jit=off',
@@ -122,11 +136,22 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     client.query(`set effective_io_concurrency = ${PG_IO_CONCURRENCY}`).catch(() => {});
     prepareStatements(client);
   });
-  const db = new RetryingKysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  if (!options.pgGroupCommit) {
+    const db = new RetryingKysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, readDb: db, dialect: 'postgres', sqlitePath: undefined };
+  }
+  // Lanes hold a pooled connection while their group is open: half the pool at most, the rest serves reads.
+  const lanes = Math.max(1, Math.min(PG_GROUP_COMMIT_DEFAULTS.lanes, Math.floor(poolSize / 2)));
+  const grouped = new PgGroupCommitDialect(
+    { pool },
+    { ...PG_GROUP_COMMIT_DEFAULTS, lanes, ...(options.pgGroupCommit === true ? {} : options.pgGroupCommit) },
+  );
+  const db = new RetryingKysely<Database>({ dialect: grouped });
   return {
     db,
     readDb: db,
     dialect: 'postgres',
     sqlitePath: undefined,
+    pgGroupCommitStats: () => grouped.groupCommitStats(),
   };
 }

@@ -50,6 +50,8 @@ export async function startLoggedApp(
   const handle = connectDatabase(url, {
     synchronous: 'NORMAL',
     poolSize: 5,
+    // As the API opens PostgreSQL (apiConnectOptions): transactions grouped.
+    pgGroupCommit: true,
     ...(options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
   });
   await migrateToLatest(handle.db, handle.dialect);

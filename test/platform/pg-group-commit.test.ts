@@ -1,0 +1,151 @@
+// Group commit on PostgreSQL (docs/reliability.md, "Group commit on PostgreSQL"): transactions that queue for a
+// lane share its server transaction, each in a savepoint, and one COMMIT. These tests pin the contract on a scratch
+// table: nobody is answered before the COMMIT, a failing member takes only itself down, a lost connection fails
+// every member of its group and nothing else. The HTTP side is in group-commit.test.ts.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
+import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
+import { testDialects } from '../helper.ts';
+
+interface Scratch {
+  item: { id: number; label: string };
+}
+
+/** A promise and the function that settles it, to hold a transaction at a chosen point. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
+  describe('group commit in the PostgreSQL driver', () => {
+    let drop: () => Promise<void>;
+    let handle: DbHandle;
+    let db: Kysely<Scratch>;
+    let other: pg.Client;
+    const stats = () => ({ ...(handle.pgGroupCommitStats?.() ?? assert.fail('no group commit stats')) });
+    /** Labels of the committed rows, read on a connection of its own. */
+    const stored = async (prefix: string) =>
+      (await other.query('select label from item where label like $1 order by id', [`${prefix}%`])).rows.map(
+        (r) => r.label as string,
+      );
+    let nextId = 0;
+    const insert = (trx: Kysely<Scratch>, label: string) =>
+      trx.insertInto('item').values({ id: ++nextId, label }).execute();
+
+    before(async () => {
+      const created = await dialect.create();
+      drop = created.drop;
+      // One lane, so queued transactions join one group deterministically; a long cap, so only an empty queue commits.
+      handle = connectDatabase(created.url, {
+        poolSize: 4,
+        pgGroupCommit: { lanes: 1, maxMembers: 32, maxDelayMs: 60_000 },
+      });
+      db = handle.db as unknown as Kysely<Scratch>;
+      await sql`create table item (id integer primary key, label text not null)`.execute(db);
+      other = new pg.Client({ connectionString: created.url });
+      await other.connect();
+    });
+    after(async () => {
+      await other?.end();
+      await handle?.db.destroy();
+      await drop?.();
+    });
+
+    it('runs queued transactions in one COMMIT and answers each only once it is committed', async () => {
+      const before = stats();
+      const seenAtAnswer = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          db
+            .transaction()
+            .execute((trx) => insert(trx, `shared-${i}`))
+            // Read on another connection when the answer arrives: the row must be committed by then.
+            .then(() => stored(`shared-${i}`)),
+        ),
+      );
+      assert.deepEqual(
+        seenAtAnswer,
+        Array.from({ length: 10 }, (_, i) => [`shared-${i}`]),
+      );
+      const after = stats();
+      assert.equal(after.committedMembers - before.committedMembers, 10);
+      assert.equal(after.commits - before.commits, 1, 'the ten queued transactions shared one COMMIT');
+    });
+
+    it('undoes a failing member alone, and one that went on after a failed statement', async () => {
+      const results = await Promise.allSettled(
+        ['kept-a', 'thrown', 'swallowed', 'kept-b'].map((label) =>
+          db.transaction().execute(async (trx) => {
+            await insert(trx, label);
+            if (label === 'thrown') throw new Error('the member gave up');
+            if (label === 'swallowed') {
+              // A duplicate key aborts the server transaction; going on as if nothing happened must not commit.
+              await trx
+                .insertInto('item')
+                .values({ id: nextId, label: 'duplicate' })
+                .execute()
+                .catch(() => {});
+            }
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['fulfilled', 'rejected', 'rejected', 'fulfilled'],
+      );
+      assert.match(String((results[1] as PromiseRejectedResult).reason), /the member gave up/);
+      assert.deepEqual(await stored('kept-'), ['kept-a', 'kept-b']);
+      assert.deepEqual(await stored('thrown'), []);
+      assert.deepEqual(await stored('swallowed'), []);
+      assert.deepEqual(await stored('duplicate'), []);
+    });
+
+    it('fails every member of a group whose connection is lost, stores none of them, and goes on', async () => {
+      const held = gate();
+      const reached = gate();
+      let pid = 0;
+      const first = db.transaction().execute((trx) => insert(trx, 'lost-first'));
+      const second = db.transaction().execute(async (trx) => {
+        await insert(trx, 'lost-second');
+        pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]?.pid ?? 0;
+        reached.open();
+        await held.opened;
+        await insert(trx, 'lost-third');
+      });
+      // The first member has finished and waits in the open group while the second holds the lane.
+      await reached.opened;
+      await other.query('select pg_terminate_backend($1)', [pid]);
+      held.open();
+      const settled = await Promise.allSettled([first, second]);
+      assert.deepEqual(
+        settled.map((r) => r.status),
+        ['rejected', 'rejected'],
+      );
+      assert.deepEqual(await stored('lost-'), []);
+      await db.transaction().execute((trx) => insert(trx, 'after-loss'));
+      assert.deepEqual(await stored('after-loss'), ['after-loss']);
+      assert.ok(stats().failedMembers >= 1, 'the waiting member is counted as lost with its group');
+    });
+
+    it('keeps a transaction begun on a session that already ran statements on that session, alone', async () => {
+      const before = stats();
+      const pids = await db.connection().execute(async (conn) => {
+        const outside = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn)).rows[0]
+          ?.pid;
+        const inside = await conn.transaction().execute(async (trx) => {
+          await insert(trx, 'pinned');
+          return (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]?.pid;
+        });
+        return { outside, inside };
+      });
+      assert.equal(pids.inside, pids.outside);
+      assert.deepEqual(await stored('pinned'), ['pinned']);
+      assert.equal(stats().committedMembers, before.committedMembers, 'not a member of any group');
+    });
+  });
+}
