@@ -140,12 +140,14 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     const db = new RetryingKysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, readDb: db, dialect: 'postgres', sqlitePath: undefined };
   }
+  const asked = options.pgGroupCommit === true ? {} : options.pgGroupCommit;
+  const grouping = { ...PG_GROUP_COMMIT_DEFAULTS };
+  for (const [key, value] of Object.entries(asked) as [keyof PgGroupCommitOptions, number | undefined][]) {
+    if (value !== undefined) grouping[key] = value;
+  }
   // Lanes hold a pooled connection while their group is open: half the pool at most, the rest serves reads.
-  const lanes = Math.max(1, Math.min(PG_GROUP_COMMIT_DEFAULTS.lanes, Math.floor(poolSize / 2)));
-  const grouped = new PgGroupCommitDialect(
-    { pool },
-    { ...PG_GROUP_COMMIT_DEFAULTS, lanes, ...(options.pgGroupCommit === true ? {} : options.pgGroupCommit) },
-  );
+  grouping.lanes = Math.max(1, Math.min(grouping.lanes, Math.floor(poolSize / 2)));
+  const grouped = new PgGroupCommitDialect({ pool }, grouping);
   const db = new RetryingKysely<Database>({ dialect: grouped });
   return {
     db,

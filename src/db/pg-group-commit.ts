@@ -2,15 +2,20 @@
 // another runs share its server transaction, each in its own savepoint, and one COMMIT. Kysely's PostgresDriver
 // still owns the pool and its connections; this driver decides which connection a transaction runs on.
 import {
+  AbortedTransactionError,
   CompiledQuery,
   type DatabaseConnection,
   type Driver,
   PostgresDialect,
   type PostgresDialectConfig,
   PostgresDriver,
+  type QueryCompiler,
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+
+/** Kysely's options of a driver call that can be aborted (not exported by name). */
+type AbortableOperationOptions = Parameters<Driver['init']>[0];
 
 /** How transactions are grouped. */
 export interface PgGroupCommitOptions {
@@ -21,12 +26,24 @@ export interface PgGroupCommitOptions {
    * transaction in shared memory; past that every other backend's snapshot looks them up on disk.
    */
   maxMembers: number;
-  /** Age of a group (from its BEGIN) after which it commits although others wait: it holds its row locks. */
+  /** Age of a group (from its BEGIN) after which it commits at its next member's end although others wait. */
   maxDelayMs: number;
+  /**
+   * Longest wait of a member for a row lock. A group holds every member's locks until its COMMIT, so two groups
+   * can each hold what the other's running member wants; PostgreSQL would find that deadlock only after its
+   * deadlock_timeout (1 s by default). The member that waits this long fails with 55P03, is undone to its
+   * savepoint, and runs again alone (RetryingKysely), without a lock timeout.
+   */
+  lockTimeoutMs: number;
 }
 
-/** Defaults: measured in docs/benchmarks.md ("Group commit on PostgreSQL"). */
-export const PG_GROUP_COMMIT_DEFAULTS: PgGroupCommitOptions = { lanes: 4, maxMembers: 32, maxDelayMs: 20 };
+/** Defaults: measured in docs/benchmarks.md ("Targets of issue 8, twenty-fourth session"). */
+export const PG_GROUP_COMMIT_DEFAULTS: PgGroupCommitOptions = {
+  lanes: 4,
+  maxMembers: 32,
+  maxDelayMs: 20,
+  lockTimeoutMs: 200,
+};
 
 /** Counters since the pool was opened: how many transactions each COMMIT acknowledged. */
 export interface PgGroupCommitStats {
@@ -38,11 +55,9 @@ export interface PgGroupCommitStats {
 
 // Names come from this file only. Each member releases its predecessor's savepoint in the round trip that opens its
 // own, so a member costs one round trip besides its statements, as BEGIN did, and the group one COMMIT.
-const OPEN_GROUP = CompiledQuery.raw('begin; savepoint group_member');
 const NEXT_MEMBER = CompiledQuery.raw('release savepoint group_member; savepoint group_member');
 const UNDO_MEMBER = CompiledQuery.raw('rollback to savepoint group_member');
 const COMMIT = CompiledQuery.raw('commit');
-const ROLLBACK = CompiledQuery.raw('rollback');
 
 interface Waiter {
   resolve: () => void;
@@ -51,7 +66,10 @@ interface Waiter {
 
 /** One connection's run of members: the member holding it, those queued, and the open group's members. */
 class Lane {
+  /** Held from a group's first member until a COMMIT finds nobody waiting. */
   connection: DatabaseConnection | undefined;
+  /** Whether the connection is inside the group's server transaction. */
+  open = false;
   held = false;
   readonly queue: (() => void)[] = [];
   members: Waiter[] = [];
@@ -73,12 +91,17 @@ export class PgGroupCommitter {
   readonly #driver: Driver;
   readonly #options: PgGroupCommitOptions;
   readonly #lanes: Lane[];
+  readonly #openGroup: CompiledQuery;
   readonly stats: PgGroupCommitStats = { commits: 0, committedMembers: 0, failedGroups: 0, failedMembers: 0 };
 
   constructor(driver: Driver, options: PgGroupCommitOptions) {
     this.#driver = driver;
     this.#options = options;
     this.#lanes = Array.from({ length: Math.max(1, options.lanes) }, () => new Lane());
+    const lockTimeout = Math.max(0, Math.trunc(options.lockTimeoutMs));
+    this.#openGroup = CompiledQuery.raw(
+      `begin; set local lock_timeout = ${lockTimeout}; savepoint group_member`,
+    );
   }
 
   /** Starts a member: waits for the least busy lane, then opens its group or a savepoint in the open one. */
@@ -88,13 +111,13 @@ export class PgGroupCommitter {
     if (lane.held) await new Promise<void>((resolve) => lane.queue.push(resolve));
     else lane.held = true;
     try {
-      if (lane.connection) {
-        await lane.connection.executeQuery(NEXT_MEMBER);
+      if (lane.open) {
+        await (lane.connection as DatabaseConnection).executeQuery(NEXT_MEMBER);
       } else {
-        const connection = await this.#driver.acquireConnection();
-        lane.connection = connection;
+        lane.connection ??= await this.#driver.acquireConnection();
         lane.openedAt = performance.now();
-        await connection.executeQuery(OPEN_GROUP);
+        lane.open = true;
+        await lane.connection.executeQuery(this.#openGroup);
       }
     } catch (err) {
       await this.#failGroup(lane, err);
@@ -131,77 +154,93 @@ export class PgGroupCommitter {
     await this.#endRun(lane);
   }
 
-  /** After a member: commits the group unless others wait and it is under its caps, then passes the lane on. */
+  /**
+   * After a member: commits the group unless others wait and it is under its caps, then passes the lane on. Never
+   * throws: every member is settled and the lane handed on whatever the server answers.
+   */
   async #endRun(lane: Lane): Promise<void> {
-    if (
-      lane.connection &&
-      (lane.queue.length === 0 ||
-        lane.members.length >= this.#options.maxMembers ||
-        performance.now() - lane.openedAt >= this.#options.maxDelayMs)
-    ) {
-      await this.#commitGroup(lane);
+    try {
+      if (
+        lane.open &&
+        (lane.queue.length === 0 ||
+          lane.members.length >= this.#options.maxMembers ||
+          performance.now() - lane.openedAt >= this.#options.maxDelayMs)
+      ) {
+        await this.#commitGroup(lane);
+      }
+    } catch (err) {
+      await this.#failGroup(lane, err);
+    } finally {
+      this.#handOff(lane);
     }
-    this.#handOff(lane);
   }
 
   #handOff(lane: Lane): void {
     const next = lane.queue.shift();
-    if (next) next();
-    else lane.held = false;
+    if (next) {
+      next();
+      return;
+    }
+    lane.held = false;
+    const connection = lane.connection;
+    lane.connection = undefined;
+    // Kept while members queue (the next group opens on it); back to the pool for reads once the lane is idle.
+    if (connection) void this.#driver.releaseConnection(connection).catch(() => {});
   }
 
   async #commitGroup(lane: Lane): Promise<void> {
     const connection = lane.connection as DatabaseConnection;
     const members = lane.members;
-    lane.connection = undefined;
     lane.members = [];
-    if (members.length === 0) {
-      // Every member of the group failed: nothing to keep.
-      await this.#close(connection, ROLLBACK);
-      return;
-    }
+    lane.open = false;
+    let failure: unknown;
     try {
       const { rows } = await connection.executeQuery<{ command?: string }>(COMMIT);
       // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK; each member was undone to its own
       // savepoint when it failed, so this means the server lost the transaction some other way.
-      if (rows[0]?.command === 'ROLLBACK') throw new Error('the server rolled back the commit group');
+      if (rows[0]?.command === 'ROLLBACK') failure = new AbortedTransactionError();
     } catch (err) {
-      this.stats.failedGroups++;
-      this.stats.failedMembers += members.length;
-      await this.#close(connection, ROLLBACK);
-      // Each member fails with the server's error as it is: a deadlock or serialization failure runs every member
-      // again (RetryingKysely), a lost connection is answered 503 (error-handler.ts).
-      for (const m of members) m.reject(err);
+      failure = err;
+    }
+    if (failure === undefined) {
+      this.stats.commits++;
+      this.stats.committedMembers += members.length;
+      for (const m of members) m.resolve();
       return;
     }
-    await this.#driver.releaseConnection(connection);
-    this.stats.commits++;
-    this.stats.committedMembers += members.length;
-    for (const m of members) m.resolve();
+    this.stats.failedGroups++;
+    this.stats.failedMembers += members.length;
+    await this.#discard(lane, connection);
+    // Each member fails with the server's error as it is: a deadlock, serialization failure or lock timeout runs
+    // every member again alone (RetryingKysely), a lost connection is answered 503 (error-handler.ts).
+    for (const m of members) m.reject(failure);
   }
 
   /** Rolls back the lane's open group: its members fail with `cause`. */
   async #failGroup(lane: Lane, cause: unknown): Promise<void> {
-    const connection = lane.connection;
     const members = lane.members;
-    lane.connection = undefined;
     lane.members = [];
+    lane.open = false;
     if (members.length > 0) {
       this.stats.failedGroups++;
       this.stats.failedMembers += members.length;
     }
     for (const m of members) m.reject(cause);
-    if (connection) await this.#close(connection, ROLLBACK);
+    if (lane.connection) await this.#discard(lane, lane.connection);
   }
 
-  /** Ends whatever transaction the connection is in and returns it to the pool. */
-  async #close(connection: DatabaseConnection, statement: CompiledQuery): Promise<void> {
+  /**
+   * Ends whatever transaction the connection is in and returns it to the pool; Kysely's driver marks a connection
+   * whose ROLLBACK fails so that the pool closes it rather than lend it out mid-transaction.
+   */
+  async #discard(lane: Lane, connection: DatabaseConnection): Promise<void> {
+    lane.connection = undefined;
     try {
-      await connection.executeQuery(statement);
+      await this.#driver.rollbackTransaction(connection);
     } catch {
-      // A broken connection: the pool drops it when it is released.
+      // Marked for discard by the driver.
     }
-    await this.#driver.releaseConnection(connection);
+    await this.#driver.releaseConnection(connection).catch(() => {});
   }
 }
 
@@ -244,9 +283,9 @@ class PgGroupSession implements DatabaseConnection {
     if (!lane) return this.#driver.commitTransaction(this.#own as DatabaseConnection);
     this.#lane = undefined;
     if (this.#failed) {
-      // As PostgreSQL does with COMMIT after an error: the member is rolled back, and told so.
+      // As PostgreSQL and Kysely do with COMMIT after an error: the member is rolled back, and told so.
       await this.#committer.rollback(lane);
-      throw new Error('the transaction was rolled back after an earlier error');
+      throw new AbortedTransactionError();
     }
     await this.#committer.commit(lane);
   }
@@ -279,12 +318,26 @@ class PgGroupSession implements DatabaseConnection {
 
   async *streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
     const lane = this.#lane;
-    if (lane) yield* this.#committer.stream<R>(lane, query, chunkSize);
-    else yield* (await this.#connection()).streamQuery<R>(query, chunkSize);
+    if (!lane) {
+      yield* (await this.#connection()).streamQuery<R>(query, chunkSize);
+      return;
+    }
+    try {
+      yield* this.#committer.stream<R>(lane, query, chunkSize);
+    } catch (err) {
+      this.#failed = true;
+      throw err;
+    }
   }
 
-  /** Returns the session's own connection, if it took one. */
+  /**
+   * Returns the session's own connection, if it took one. A member still open here was never ended (Kysely ends
+   * none after a callback that threw AbortedTransactionError): it is rolled back, so its lane goes on.
+   */
   async release(): Promise<void> {
+    const lane = this.#lane;
+    this.#lane = undefined;
+    if (lane) await this.#committer.rollback(lane);
     const own = this.#own;
     this.#own = undefined;
     if (own) await this.#driver.releaseConnection(own);
@@ -301,8 +354,8 @@ class PgGroupCommitDriver implements Driver {
     this.committer = new PgGroupCommitter(inner, options);
   }
 
-  init(): Promise<void> {
-    return this.#inner.init();
+  init(options?: AbortableOperationOptions): Promise<void> {
+    return this.#inner.init(options);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -321,17 +374,29 @@ class PgGroupCommitDriver implements Driver {
     return (connection as PgGroupSession).rollback();
   }
 
-  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw(`savepoint ${quoteIdentifier(name)}`));
+  savepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ): Promise<void> {
+    return this.#inner.savepoint(connection, name, compile);
   }
 
-  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw(`rollback to savepoint ${quoteIdentifier(name)}`));
+  async rollbackToSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ): Promise<void> {
+    await this.#inner.rollbackToSavepoint(connection, name, compile);
     (connection as PgGroupSession).undidToSavepoint();
   }
 
-  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw(`release savepoint ${quoteIdentifier(name)}`));
+  releaseSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ): Promise<void> {
+    return this.#inner.releaseSavepoint(connection, name, compile);
   }
 
   releaseConnection(connection: DatabaseConnection): Promise<void> {
@@ -341,11 +406,6 @@ class PgGroupCommitDriver implements Driver {
   destroy(): Promise<void> {
     return this.#inner.destroy();
   }
-}
-
-/** A savepoint name as an SQL identifier (names come from code, never from requests). */
-function quoteIdentifier(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** PostgresDialect whose transactions are group-committed (see PgGroupCommitter). */

@@ -1,8 +1,11 @@
 import { Kysely, type Transaction, type TransactionBuilder } from 'kysely';
 import { isStalePreparedStatement } from './prepared-statements.ts';
 
-/** PostgreSQL errors after which a transaction can run again as it was: deadlock, serialization failure. */
-const RETRYABLE = new Set(['40P01', '40001']);
+/**
+ * PostgreSQL errors after which a transaction can run again as it was: deadlock, serialization failure, and the
+ * lock timeout of a group-committed transaction (pg-group-commit.ts).
+ */
+const RETRYABLE = new Set(['40P01', '40001', '55P03']);
 /** Runs of one transaction at most (the first and two retries). */
 const ATTEMPTS = 3;
 
@@ -29,12 +32,15 @@ export class RetryingKysely<DB> extends Kysely<DB> {
     const builder = super.transaction();
     const execute = builder.execute.bind(builder);
     return Object.assign(builder, {
-      async execute<T>(callback: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+      execute: async <T>(callback: (trx: Transaction<DB>) => Promise<T>): Promise<T> => {
         let stale = 0;
         let attempt = 1;
         for (;;) {
           try {
-            return await execute(callback);
+            // A run after a deadlock or a lock timeout goes alone: an explicit isolation level (PostgreSQL's
+            // default one) keeps it out of the commit groups, where the locks of other members were its trouble.
+            if (attempt === 1) return await execute(callback);
+            return await super.transaction().setIsolationLevel('read committed').execute(callback);
           } catch (err) {
             if (isStalePreparedStatement(err) && ++stale <= STALE_RUNS) continue;
             if (attempt >= ATTEMPTS || !retryable(err)) throw err;

@@ -211,6 +211,7 @@ const UNAVAILABLE_CODES = new Set([
   '08006',
   '40001', // serialization_failure
   '40P01', // deadlock
+  '55P03', // lock_not_available: a grouped transaction's lock timeout (pg-group-commit.ts), after its retries
   'ERR_SQLITE_ERROR',
 ]);
 

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
-// docs/reliability.md, "Deadlocks": PostgreSQL aborts one of two deadlocked transactions; the API runs it again.
+// docs/reliability.md, "Deadlocks": PostgreSQL aborts one of two deadlocked transactions (or, grouped, a lock
+// timeout ends the wait first); the API runs it again.
 for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
   describe(`a transaction PostgreSQL aborts for a deadlock runs again [${dialect.name}]`, () => {
     let t: TestApp;
@@ -44,18 +45,22 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         results.map((r) => r.status),
         ['fulfilled', 'fulfilled'],
       );
-      assert.equal(runs.first + runs.second, 3, 'exactly one of them ran twice');
+      // Grouped (pg-group-commit.ts), each waits at most its lock timeout and may give up too: then both run again.
+      assert.ok(runs.first + runs.second >= 3, 'at least one of them ran twice');
       const bios = await t.ctx.db
         .selectFrom('users')
         .select('bio')
         .where('uuid', 'in', [alice.uuid, bob.uuid])
         .execute();
-      const last = runs.first === 2 ? 'by first' : 'by second';
-      assert.deepEqual(
-        bios.map((r) => r.bio),
-        [last, last],
-        'the run that was retried committed last',
-      );
+      const [one, other] = bios.map((r) => r.bio);
+      assert.equal(one, other, 'both rows hold the write of the one that committed last');
+      if (runs.first + runs.second === 3) {
+        assert.equal(
+          one,
+          runs.first === 2 ? 'by first' : 'by second',
+          'the run that was retried committed last',
+        );
+      }
     });
   });
 }

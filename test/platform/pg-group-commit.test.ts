@@ -13,6 +13,10 @@ interface Scratch {
   item: { id: number; label: string };
 }
 
+interface Counters {
+  counter: { id: string; n: number };
+}
+
 /** A promise and the function that settles it, to hold a transaction at a chosen point. */
 function gate(): { opened: Promise<void>; open: () => void } {
   let open = () => {};
@@ -23,7 +27,8 @@ function gate(): { opened: Promise<void>; open: () => void } {
 }
 
 for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
-  describe('group commit in the PostgreSQL driver', () => {
+  // A lane left held would hang the suite: fail it instead.
+  describe('group commit in the PostgreSQL driver', { timeout: 60_000 }, () => {
     let drop: () => Promise<void>;
     let handle: DbHandle;
     let db: Kysely<Scratch>;
@@ -48,6 +53,16 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       });
       db = handle.db as unknown as Kysely<Scratch>;
       await sql`create table item (id integer primary key, label text not null)`.execute(db);
+      // The one way to fail a COMMIT on purpose: a deferred check that refuses one label.
+      await sql
+        .raw(`create function refuse_at_commit() returns trigger language plpgsql as $$
+          begin
+            if new.label = 'commit-refused' then raise exception 'refused at commit'; end if;
+            return null;
+          end $$;
+          create constraint trigger refuse_at_commit after insert on item
+            deferrable initially deferred for each row execute function refuse_at_commit()`)
+        .execute(db);
       other = new pg.Client({ connectionString: created.url });
       await other.connect();
     });
@@ -106,6 +121,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     });
 
     it('fails every member of a group whose connection is lost, stores none of them, and goes on', async () => {
+      const failedBefore = stats().failedMembers;
       const held = gate();
       const reached = gate();
       let pid = 0;
@@ -129,7 +145,31 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       assert.deepEqual(await stored('lost-'), []);
       await db.transaction().execute((trx) => insert(trx, 'after-loss'));
       assert.deepEqual(await stored('after-loss'), ['after-loss']);
-      assert.ok(stats().failedMembers >= 1, 'the waiting member is counted as lost with its group');
+      assert.equal(
+        stats().failedMembers - failedBefore,
+        1,
+        'the waiting member is counted as lost with its group',
+      );
+    });
+
+    it('fails every member of a group whose COMMIT fails, stores none of them, and goes on', async () => {
+      const before = stats();
+      const settled = await Promise.allSettled(
+        ['commit-innocent', 'commit-refused'].map((label) =>
+          db.transaction().execute((trx) => insert(trx, label)),
+        ),
+      );
+      assert.deepEqual(
+        settled.map((r) => r.status),
+        ['rejected', 'rejected'],
+      );
+      for (const r of settled) assert.match(String((r as PromiseRejectedResult).reason), /refused at commit/);
+      assert.deepEqual(await stored('commit-'), []);
+      const after = stats();
+      assert.equal(after.failedGroups - before.failedGroups, 1);
+      assert.equal(after.failedMembers - before.failedMembers, 2);
+      await db.transaction().execute((trx) => insert(trx, 'after-refusal'));
+      assert.deepEqual(await stored('after-refusal'), ['after-refusal']);
     });
 
     it('keeps a transaction begun on a session that already ran statements on that session, alone', async () => {
@@ -146,6 +186,82 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       assert.equal(pids.inside, pids.outside);
       assert.deepEqual(await stored('pinned'), ['pinned']);
       assert.equal(stats().committedMembers, before.committedMembers, 'not a member of any group');
+    });
+  });
+
+  describe('two commit groups that each hold a row the other wants', { timeout: 60_000 }, () => {
+    let drop: () => Promise<void>;
+    let handle: DbHandle;
+    let db: Kysely<Counters>;
+    before(async () => {
+      const created = await dialect.create();
+      drop = created.drop;
+      handle = connectDatabase(created.url, {
+        poolSize: 6,
+        pgGroupCommit: { lanes: 2, maxMembers: 32, maxDelayMs: 60_000, lockTimeoutMs: 200 },
+      });
+      db = handle.db as unknown as Kysely<Counters>;
+      await sql`create table counter (id text primary key, n integer not null)`.execute(db);
+      await db
+        .insertInto('counter')
+        .values([
+          { id: 'x', n: 0 },
+          { id: 'y', n: 0 },
+        ])
+        .execute();
+    });
+    after(async () => {
+      await handle?.db.destroy();
+      await drop?.();
+    });
+
+    it('breaks the wait with the lock timeout, runs the waiting member again alone, and commits all four', async () => {
+      const codes: string[] = [];
+      const bump = async (trx: Kysely<Counters>, id: string) => {
+        try {
+          await trx
+            .updateTable('counter')
+            .set((eb) => ({ n: eb('n', '+', 1) }))
+            .where('id', '=', id)
+            .execute();
+        } catch (err) {
+          codes.push(String((err as { code?: unknown }).code));
+          throw err;
+        }
+      };
+      const lockedX = gate();
+      const lockedY = gate();
+      const go = gate();
+      // Lanes are taken least busy first: the first two open one group each, the next two queue behind them.
+      const runs = [
+        db.transaction().execute(async (trx) => {
+          await bump(trx, 'x');
+          lockedX.open();
+          await go.opened;
+        }),
+        db.transaction().execute(async (trx) => {
+          await bump(trx, 'y');
+          lockedY.open();
+          await go.opened;
+        }),
+        db.transaction().execute((trx) => bump(trx, 'y')),
+        db.transaction().execute((trx) => bump(trx, 'x')),
+      ];
+      await Promise.all([lockedX.opened, lockedY.opened]);
+      go.open();
+      const settled = await Promise.allSettled(runs);
+      assert.deepEqual(
+        settled.map((r) => r.status),
+        ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'],
+        JSON.stringify(settled),
+      );
+      assert.ok(codes.includes('55P03'), `a member gave up waiting: ${codes}`);
+      assert.ok(!codes.includes('40P01'), `no deadlock was left for the server to find: ${codes}`);
+      const rows = await db.selectFrom('counter').select(['id', 'n']).orderBy('id').execute();
+      assert.deepEqual(rows, [
+        { id: 'x', n: 2 },
+        { id: 'y', n: 2 },
+      ]);
     });
   });
 }
