@@ -134,6 +134,19 @@ export function toMedia(row: Selectable<MediaTable>): Media {
 }
 
 /**
+ * Moves the upload to its storage path. A transaction that runs again (RetryingKysely: a deadlock, or its commit
+ * group lost at COMMIT) finds the file already moved by its first run, under the same storage key.
+ */
+async function placeUpload(tempPath: string, finalPath: string): Promise<void> {
+  try {
+    await rename(tempPath, finalPath);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+    await stat(finalPath);
+  }
+}
+
+/**
  * Records a received upload: the row and mediaCreated in one transaction, the file renamed to its storage key as
  * the last step before commit. If anything fails, neither the row nor the file remains.
  */
@@ -168,7 +181,7 @@ export async function createMedia(
         targetUuid: row.uuid,
         targetType: 'media',
       });
-      await rename(upload.tempPath, finalPath);
+      await placeUpload(upload.tempPath, finalPath);
       return toMedia(row);
     });
   } catch (err) {
