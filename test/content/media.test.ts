@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { crc32, deflateSync } from 'node:zlib';
+import { sql } from 'kysely';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 const MAX_BYTES = 4096;
@@ -301,6 +302,46 @@ for (const dialect of testDialects()) {
       );
       for (let i = 0; i < 50 && filesOnDisk().includes(key); i++) await new Promise((r) => setTimeout(r, 20));
       assert.ok(!filesOnDisk().includes(key), 'the file is removed once the deletion committed');
+    });
+
+    it('stores an upload once when its transaction runs again after a failed COMMIT', {
+      skip: dialect.name !== 'postgres' && 'PostgreSQL runs a transaction again (RetryingKysely)',
+    }, async () => {
+      // A deferred trigger fails the first COMMIT with a serialization failure, after the file was moved; a
+      // sequence counts the runs, as it is not rolled back with them.
+      await sql
+        .raw(`create sequence media_runs;
+            create function media_fail_once() returns trigger language plpgsql as $$
+              begin
+                if nextval('media_runs') = 1 then raise exception 'forced' using errcode = '40001'; end if;
+                return null;
+              end $$;
+            create constraint trigger media_fail_once after insert on media
+              deferrable initially deferred for each row execute function media_fail_once()`)
+        .execute(t.ctx.db);
+      try {
+        const rows = await mediaRows();
+        const files = filesOnDisk().length;
+        const res = await upload(owner.token, { title: 'Twice' });
+        assert.equal(res.statusCode, 201, res.body);
+        const runs = await sql<{ n: number }>`select last_value as n from media_runs`.execute(t.ctx.db);
+        assert.equal(Number(runs.rows[0]?.n), 2, 'the transaction ran twice');
+        assert.equal(await mediaRows(), rows + 1);
+        assert.equal(filesOnDisk().length, files + 1);
+        const file = await t.inject({
+          method: 'GET',
+          url: `/media/${body(res).data.uuid}/file`,
+          token: owner.token,
+        });
+        assert.equal(file.statusCode, 200);
+        assert.deepEqual(file.rawPayload, png);
+      } finally {
+        await sql
+          .raw(
+            `drop trigger media_fail_once on media; drop function media_fail_once(); drop sequence media_runs`,
+          )
+          .execute(t.ctx.db);
+      }
     });
 
     it('a subscriber forced to fail leaves neither a row nor a file', async () => {
