@@ -203,7 +203,8 @@ export class PgGroupCommitter {
       failure = err;
     }
     if (failure === undefined) {
-      this.stats.commits++;
+      // A group whose every member failed commits nothing of its own: not counted.
+      if (members.length > 0) this.stats.commits++;
       this.stats.committedMembers += members.length;
       for (const m of members) m.resolve();
       return;
@@ -247,7 +248,7 @@ export class PgGroupCommitter {
 /**
  * One use of the database: a transaction, which joins a group, or statements outside one, which run on a pooled
  * connection taken at the first of them (so `db.connection()` keeps one server session, and a transaction begun
- * on it stays on it, alone).
+ * on it after a statement stays on it, alone).
  */
 class PgGroupSession implements DatabaseConnection {
   readonly #driver: Driver;

@@ -37,10 +37,11 @@ export class RetryingKysely<DB> extends Kysely<DB> {
         let attempt = 1;
         for (;;) {
           try {
-            // A run after a deadlock or a lock timeout goes alone: an explicit isolation level (PostgreSQL's
-            // default one) keeps it out of the commit groups, where the locks of other members were its trouble.
+            // A run after a deadlock or a lock timeout goes alone: an explicit access mode (the default one, so the
+            // server's isolation level stays) keeps it out of the commit groups, whose other members' locks were
+            // its trouble.
             if (attempt === 1) return await execute(callback);
-            return await super.transaction().setIsolationLevel('read committed').execute(callback);
+            return await super.transaction().setAccessMode('read write').execute(callback);
           } catch (err) {
             if (isStalePreparedStatement(err) && ++stale <= STALE_RUNS) continue;
             if (attempt >= ATTEMPTS || !retryable(err)) throw err;
