@@ -217,7 +217,11 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
 
     it('breaks the wait with the lock timeout, runs the waiting member again alone, and commits all four', async () => {
       const codes: string[] = [];
+      // The lock timeout each run had: 200 ms in a group, none for a run on its own.
+      const timeouts: string[] = [];
       const bump = async (trx: Kysely<Counters>, id: string) => {
+        const setting = await sql<{ v: string }>`select current_setting('lock_timeout') as v`.execute(trx);
+        timeouts.push(setting.rows[0]?.v ?? '');
         try {
           await trx
             .updateTable('counter')
@@ -257,6 +261,11 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       );
       assert.ok(codes.includes('55P03'), `a member gave up waiting: ${codes}`);
       assert.ok(!codes.includes('40P01'), `no deadlock was left for the server to find: ${codes}`);
+      assert.deepEqual(timeouts.slice(0, 4).sort(), ['200ms', '200ms', '200ms', '200ms'], `${timeouts}`);
+      assert.ok(
+        timeouts.slice(4).length > 0 && timeouts.slice(4).every((v) => v === '0'),
+        `ran again alone: ${timeouts}`,
+      );
       const rows = await db.selectFrom('counter').select(['id', 'n']).orderBy('id').execute();
       assert.deepEqual(rows, [
         { id: 'x', n: 2 },
