@@ -209,12 +209,8 @@ export class PgGroupCommitter {
       for (const m of members) m.resolve();
       return;
     }
-    this.stats.failedGroups++;
-    this.stats.failedMembers += members.length;
+    this.#lose(members, failure);
     await this.#discard(lane, connection);
-    // Each member fails with the server's error as it is: a deadlock, serialization failure or lock timeout runs
-    // every member again alone (RetryingKysely), a lost connection is answered 503 (error-handler.ts).
-    for (const m of members) m.reject(failure);
   }
 
   /** Rolls back the lane's open group: its members fail with `cause`. */
@@ -222,12 +218,20 @@ export class PgGroupCommitter {
     const members = lane.members;
     lane.members = [];
     lane.open = false;
+    this.#lose(members, cause);
+    if (lane.connection) await this.#discard(lane, lane.connection);
+  }
+
+  /**
+   * Fails the members of a lost group with the server's error as it is: a deadlock, serialization failure or lock
+   * timeout runs each again alone (RetryingKysely), a lost connection is answered 503 (error-handler.ts).
+   */
+  #lose(members: Waiter[], cause: unknown): void {
     if (members.length > 0) {
       this.stats.failedGroups++;
       this.stats.failedMembers += members.length;
     }
     for (const m of members) m.reject(cause);
-    if (lane.connection) await this.#discard(lane, lane.connection);
   }
 
   /**
