@@ -17,15 +17,6 @@ interface Counters {
   counter: { id: string; n: number };
 }
 
-/** A promise and the function that settles it, to hold a transaction at a chosen point. */
-function gate(): { opened: Promise<void>; open: () => void } {
-  let open = () => {};
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { opened, open };
-}
-
 for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
   // A lane left held would hang the suite: fail it instead.
   describe('group commit in the PostgreSQL driver', { timeout: 60_000 }, () => {
@@ -122,21 +113,21 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
 
     it('fails every member of a group whose connection is lost, stores none of them, and goes on', async () => {
       const failedBefore = stats().failedMembers;
-      const held = gate();
-      const reached = gate();
+      const held = Promise.withResolvers<void>();
+      const reached = Promise.withResolvers<void>();
       let pid = 0;
       const first = db.transaction().execute((trx) => insert(trx, 'lost-first'));
       const second = db.transaction().execute(async (trx) => {
         await insert(trx, 'lost-second');
         pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]?.pid ?? 0;
-        reached.open();
-        await held.opened;
+        reached.resolve();
+        await held.promise;
         await insert(trx, 'lost-third');
       });
       // The first member has finished and waits in the open group while the second holds the lane.
-      await reached.opened;
+      await reached.promise;
       await other.query('select pg_terminate_backend($1)', [pid]);
-      held.open();
+      held.resolve();
       const settled = await Promise.allSettled([first, second]);
       assert.deepEqual(
         settled.map((r) => r.status),
@@ -233,26 +224,26 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
           throw err;
         }
       };
-      const lockedX = gate();
-      const lockedY = gate();
-      const go = gate();
+      const lockedX = Promise.withResolvers<void>();
+      const lockedY = Promise.withResolvers<void>();
+      const go = Promise.withResolvers<void>();
       // Lanes are taken least busy first: the first two open one group each, the next two queue behind them.
       const runs = [
         db.transaction().execute(async (trx) => {
           await bump(trx, 'x');
-          lockedX.open();
-          await go.opened;
+          lockedX.resolve();
+          await go.promise;
         }),
         db.transaction().execute(async (trx) => {
           await bump(trx, 'y');
-          lockedY.open();
-          await go.opened;
+          lockedY.resolve();
+          await go.promise;
         }),
         db.transaction().execute((trx) => bump(trx, 'y')),
         db.transaction().execute((trx) => bump(trx, 'x')),
       ];
-      await Promise.all([lockedX.opened, lockedY.opened]);
-      go.open();
+      await Promise.all([lockedX.promise, lockedY.promise]);
+      go.resolve();
       const settled = await Promise.allSettled(runs);
       assert.deepEqual(
         settled.map((r) => r.status),
