@@ -51,7 +51,7 @@ export async function addToUserKarma(db: Db, userUuid: string, delta: number): P
  * `subtract` record of since `since` (a compensation follows its grant, so one of today's grants is taken back
  * today or not at all): that list comes from the small partial index of subtract records (karma_subtracts,
  * migration 0010) once per query, instead of one probe of the source per counted record. Unexecuted (tests
- * explain its plan; readGrantState embeds it).
+ * explain its plan; insertGrantRecord embeds it).
  */
 export function nettingAddRecordsCount(db: Db, userUuid: string, rule: string, since: string, cap: number) {
   const netting = db
@@ -85,36 +85,61 @@ function capLiteral(cap: number): number {
   return cap;
 }
 
-/** What deciding a grant needs (readGrantState). */
-export interface GrantState {
-  /** Whether the user exists. */
-  found: boolean;
-  /** What the source already nets the user. */
-  net: number;
-  /** Today's records of the rule that still net points, counted up to the cap (0 without a cap). */
-  today: number;
-}
+/** A grant's `add` record before its points are decided: the rule's points and the source it earns them from. */
+export type GrantRecord = Insertable<KarmaTable> & { rule: string; source_uuid: string; points: number };
 
 /**
- * Everything a grant decides on, in one statement: whether the user exists, what the source already nets them, and
- * (with a daily cap) how many of their records of the rule since `since` still net points, up to the cap.
+ * Stores a grant's `add` record, deciding its points in the same statement: none is stored when the user no longer
+ * exists or already nets points from the record's source; else it holds `record.points`, or 0 once `cap` of the
+ * user's records of the rule since `since` still net points (nettingAddRecordsCount; no cap when null). With
+ * `onlyPastCap` it is stored only at 0 points, past the cap. Returns the points stored, or undefined when nothing
+ * was. The row's values are bound like a plain insert's (PostgreSQL types them from the target columns).
  */
-export async function readGrantState(
+export async function insertGrantRecord(
   db: Db,
-  userUuid: string,
-  sourceUuid: string,
-  rule: string,
+  record: GrantRecord,
   since: string,
   cap: number | null,
-): Promise<GrantState> {
-  const today = cap === null ? sql`0` : sql`(${nettingAddRecordsCount(db, userUuid, rule, since, cap)})`;
-  const r = await sql<{ found: number | null; net: number | string; today: number | string }>`select
-    (select 1 from users where uuid = ${userUuid}) as found,
-    (select coalesce(sum(${SIGNED}), 0) from karma where user_uuid = ${userUuid} and source_uuid = ${sourceUuid}) as net,
-    ${today} as today`.execute(db);
-  const row = r.rows[0];
-  return { found: row?.found != null, net: Number(row?.net ?? 0), today: Number(row?.today ?? 0) };
+  onlyPastCap = false,
+): Promise<number | undefined> {
+  const user = record.user_uuid;
+  const pastCap =
+    cap === null
+      ? sql<boolean>`1 = 0`
+      : sql<boolean>`(${nettingAddRecordsCount(db, user, record.rule, since, cap)}) >= ${sql.lit(capLiteral(cap))}`;
+  const points = onlyPastCap
+    ? sql<number>`0`
+    : sql<number>`case when ${pastCap} then 0 else ${record.points} end`;
+  const row = await db
+    .insertInto('karma')
+    .columns(GRANT_COLUMNS)
+    .expression(
+      sql`select ${record.uuid}, ${user}, ${record.event}, ${record.rule}, ${record.target_uuid},
+        ${record.target_type}, ${record.karma_type}, ${points}, ${record.source_uuid}, ${record.created_at},
+        ${record.updated_at}
+      where exists (select 1 from users where uuid = ${user})
+        and (select coalesce(sum(${SIGNED}), 0) from karma where user_uuid = ${user} and source_uuid = ${record.source_uuid}) <= 0
+        ${onlyPastCap ? sql`and ${pastCap}` : sql``}`,
+    )
+    .returning('points')
+    .executeTakeFirst();
+  return row === undefined ? undefined : Number(row.points);
 }
+
+// The columns insertGrantRecord fills, in the order of its select.
+const GRANT_COLUMNS = [
+  'uuid',
+  'user_uuid',
+  'event',
+  'rule',
+  'target_uuid',
+  'target_type',
+  'karma_type',
+  'points',
+  'source_uuid',
+  'created_at',
+  'updated_at',
+] as const;
 
 /** Stores a new record. */
 export async function insertKarma(db: Db, row: Insertable<KarmaTable>): Promise<void> {

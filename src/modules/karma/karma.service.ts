@@ -1,4 +1,3 @@
-import type { Insertable } from 'kysely';
 import { type Context, locksRows, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { cachedRead, type RequestVersion } from '../../db/exact-cache.ts';
@@ -21,6 +20,8 @@ import {
   findKarmaOwner,
   findSourcesOfTarget,
   findUsersBySource,
+  type GrantRecord,
+  insertGrantRecord,
   insertKarma,
   type KarmaMismatch,
   type KarmaRow,
@@ -28,7 +29,6 @@ import {
   listKarmaOfUser,
   lockUserForKarma,
   netKarmaOfSource,
-  readGrantState,
   resetUserKarma,
   updateKarma,
 } from './karma.repository.ts';
@@ -41,7 +41,6 @@ import {
   loadKarmaRules,
   ruleOfEvent,
 } from './karma.rules.ts';
-import type { KarmaTable } from './karma.table.ts';
 
 /** A karma record as the API shows it. */
 export interface Karma {
@@ -111,29 +110,28 @@ export interface Grant {
  * source that was granted and then taken back (a reaction removed) frees its place. A user who no longer exists, or
  * who already nets points from this source, gets nothing.
  *
- * One read decides (readGrantState). On PostgreSQL a grant worth points then locks the user's row and reads again,
- * so two concurrent grants cannot both take the last place under the cap; a 0-point record (the author is past the
- * cap, as a busy one is all day) changes no total and takes no lock, so a busy author's writes do not queue on
- * their row through every commit. Reading without the lock can only see fewer of today's records than are
- * committed, or a place freed by a compensation not committed yet: both give the outcome of one serial order.
- * SQLite runs one write transaction at a time, so its first read stands.
+ * The insert decides all of that in its own statement (insertGrantRecord). On PostgreSQL a grant worth points
+ * first tries to store a record past the cap without a lock: a 0-point record (the author is past the cap, as a
+ * busy one is all day) changes no total, so a busy author's writes do not queue on their row through every commit.
+ * Reading without the lock can only see fewer of today's records than are committed, or a place freed by a
+ * compensation not committed yet: both give the outcome of one serial order. Under the cap it locks the user's row
+ * and then inserts, in a statement whose snapshot follows the lock, so two concurrent grants cannot both take the
+ * last place. SQLite runs one write transaction at a time, so its one insert stands.
  */
 export async function grantKarma(ctx: Context, trx: Db, g: Grant): Promise<void> {
   const rule = karmaRules(ctx)[g.rule];
   const since = startOfUtcDay();
-  const read = () => readGrantState(trx, g.userUuid, g.sourceUuid, g.rule, since, rule.dailyCap);
-  let state = await read();
-  if (!state.found || state.net > 0) return;
-  let points = pointsUnderCap(rule, state.today);
-  if (points > 0 && locksRows(ctx)) {
+  const record = addRecord(g, rule.points, nowIso());
+  if (rule.points > 0 && locksRows(ctx)) {
+    if (
+      rule.dailyCap !== null &&
+      (await insertGrantRecord(trx, record, since, rule.dailyCap, true)) !== undefined
+    )
+      return;
     if (!(await lockUserForKarma(trx, g.userUuid, true))) return;
-    state = await read();
-    if (state.net > 0) return;
-    points = pointsUnderCap(rule, state.today);
   }
-  const record = addRecord(g, points, nowIso());
-  await insertKarma(trx, record);
-  await addToUserKarma(trx, g.userUuid, record.points);
+  const points = await insertGrantRecord(trx, record, since, rule.dailyCap);
+  if (points) await addToUserKarma(trx, g.userUuid, points);
 }
 
 /** The points a rule gives when the user already has `today` records of it that earned points today. */
@@ -142,11 +140,7 @@ export function pointsUnderCap(rule: KarmaRule, today: number): number {
 }
 
 /** The `add` record of a grant worth `points`, stamped `now`. */
-export function addRecord(
-  g: Grant,
-  points: number,
-  now: string,
-): Insertable<KarmaTable> & { points: number } {
+export function addRecord(g: Grant, points: number, now: string): GrantRecord {
   return {
     uuid: uuidv7(),
     user_uuid: g.userUuid,
