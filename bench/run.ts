@@ -1,5 +1,6 @@
 // Benchmark harness: `npm run bench -- [--quick] [--db URL] [--duration S] [--connections N] [--workers N]
-//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--warm] [--warmup S]`.
+//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--warm] [--warmup S]
+//   [--cpu-prof DIR]`.
 // Seeds the database when it is empty, starts the API on it in its own process (WORKERS=N), the floor server in
 // another, drives both with autocannon from this process, times the Lemmy-style LIKE '%term%' searches on the same
 // database in process, and writes its section of docs/benchmarks.md (other sections and notes stay).
@@ -33,6 +34,8 @@ interface Options {
   warm: boolean;
   /** Seconds each scenario (and the floor) runs unmeasured before its measured run. */
   warmup: number;
+  /** Where the API writes V8 CPU profiles when it stops (`--cpu-prof DIR`), if anywhere. */
+  cpuProf: string | undefined;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -58,6 +61,8 @@ function parseArgs(argv: string[]): Options {
     only: get('--only') === undefined ? undefined : new RegExp(get('--only') as string),
     warm: argv.includes('--warm'),
     warmup: Number(get('--warmup') ?? (quick ? 0 : 1)),
+    // V8 CPU profiles of the API's processes, written to DIR when they stop (node --cpu-prof).
+    cpuProf: get('--cpu-prof'),
   };
 }
 
@@ -372,7 +377,8 @@ async function main(): Promise<void> {
     TOKEN_REQUESTS_PER_MINUTE: '1000',
     WORKERS: String(opts.workers),
   };
-  const api = startProcess(['src/server.ts'], env);
+  const profile = opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProf}`] : [];
+  const api = startProcess([...profile, 'src/server.ts'], env);
   let floor: ChildProcess | undefined;
   try {
     await waitFor(`http://127.0.0.1:${API_PORT}/ready`);
