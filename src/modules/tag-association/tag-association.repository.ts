@@ -479,32 +479,79 @@ export interface MentionedUser {
   tag: { uuid: string; name_key: string } | undefined;
 }
 
+/** What a text's tags name: the stored hashtags among some keys, and the users some `@names` mention. */
+export interface ContentTags {
+  hashtags: { uuid: string; name_key: string }[];
+  users: MentionedUser[];
+}
+
 /**
- * The users of some `@names` (compared ignoring case), each with the mention tag whose key is their username key, in
- * one statement: usernames are ASCII letters, digits and `_`, so their tag key (normalizeTagName) is that lower-case
- * key; the caller checks it and looks the tag up itself where it is not. With `lock` (PostgreSQL only) the users'
- * rows are key-share locked until the transaction ends, and a user whose deletion holds the row is left out.
+ * The stored hashtags of some keys and the users of some `@names` (compared ignoring case), each user with the
+ * mention tag whose key is their username key, in one statement: usernames are ASCII letters, digits and `_`, so
+ * their tag key (normalizeTagName) is that lower-case key; the caller checks it and looks the tag up itself where it
+ * is not. With `lock` (PostgreSQL only) the users' rows are key-share locked until the transaction ends, and a user
+ * whose deletion holds the row is left out. The users are read in a CTE because PostgreSQL locks no rows of a
+ * UNION's branch.
  */
-export async function findMentionedUsers(db: Db, names: string[], lock = false): Promise<MentionedUser[]> {
-  if (names.length === 0) return [];
-  const rows = await db
-    .selectFrom('users as u')
-    .leftJoin('tags as t', (join) =>
-      join.on('t.tag_type', '=', 'mention').onRef('t.name_key', '=', 'u.username_key'),
-    )
-    .select(['u.username', 'u.username_key', 't.uuid as tag_uuid', 't.name_key as tag_key'])
-    .where(
-      'u.username_key',
-      'in',
-      names.map((n) => n.toLowerCase()),
-    )
-    .$if(lock, (q) => q.forKeyShare('u').skipLocked())
-    .execute();
-  return rows.map((r) => ({
-    username: r.username,
-    username_key: r.username_key,
-    tag: r.tag_uuid !== null && r.tag_key !== null ? { uuid: r.tag_uuid, name_key: r.tag_key } : undefined,
-  }));
+export async function findContentTags(
+  db: Db,
+  hashtagKeys: string[],
+  names: string[],
+  lock = false,
+): Promise<ContentTags> {
+  const hashtags = db
+    .selectFrom('tags')
+    .select([
+      sql<string>`'hashtag'`.as('kind'),
+      sql<string | null>`null`.as('username'),
+      sql<string | null>`null`.as('username_key'),
+      sql<string | null>`uuid`.as('tag_uuid'),
+      sql<string | null>`name_key`.as('tag_key'),
+    ])
+    .where('tag_type', '=', 'hashtag')
+    .where('name_key', 'in', hashtagKeys);
+  const users = (qc: QueryCreator<Database>) =>
+    qc
+      .selectFrom('users as u')
+      .leftJoin('tags as t', (join) =>
+        join.on('t.tag_type', '=', 'mention').onRef('t.name_key', '=', 'u.username_key'),
+      )
+      .select(['u.username', 'u.username_key', 't.uuid as tag_uuid', 't.name_key as tag_key'])
+      .where(
+        'u.username_key',
+        'in',
+        names.map((n) => n.toLowerCase()),
+      )
+      .$if(lock, (q) => q.forKeyShare('u').skipLocked());
+  const mentioned = db
+    .with('m', users)
+    .selectFrom('m')
+    .select([
+      sql<string>`'mention'`.as('kind'),
+      sql<string | null>`m.username`.as('username'),
+      sql<string | null>`m.username_key`.as('username_key'),
+      'm.tag_uuid',
+      'm.tag_key',
+    ]);
+  const rows =
+    names.length === 0
+      ? hashtagKeys.length === 0
+        ? []
+        : await hashtags.execute()
+      : hashtagKeys.length === 0
+        ? await mentioned.execute()
+        : await mentioned.unionAll(hashtags).execute();
+  const out: ContentTags = { hashtags: [], users: [] };
+  for (const r of rows) {
+    const tag =
+      r.tag_uuid !== null && r.tag_key !== null ? { uuid: r.tag_uuid, name_key: r.tag_key } : undefined;
+    if (r.kind === 'hashtag') {
+      if (tag) out.hashtags.push(tag);
+    } else if (r.username !== null && r.username_key !== null) {
+      out.users.push({ username: r.username, username_key: r.username_key, tag });
+    }
+  }
+  return out;
 }
 
 /** An association whose copied audience differs from what its target gives (findAudienceMismatches). */

@@ -18,7 +18,7 @@ import {
   findTagByUuid,
   insertAssociationsCounted,
 } from '../tag/tag.repository.ts';
-import { ensureEmotionTag, ensureTags } from '../tag/tag.service.ts';
+import { createMissingTags, ensureEmotionTag, ensureTags } from '../tag/tag.service.ts';
 import { findTarget, type TargetKind } from '../target/target.repository.ts';
 import {
   ASSOCIATION_WHITELIST,
@@ -33,11 +33,12 @@ import {
   findAssociationByKey,
   findAssociationByUuid,
   findAudienceMismatches,
+  findContentTags,
   findContentText,
   findExtractedAssociations,
-  findMentionedUsers,
   findReactionUuidsOn,
   listAssociationRows,
+  type MentionedUser,
   setTargetLanguage,
   type TagAssociationRow,
   updateAssociationRow,
@@ -455,8 +456,18 @@ export async function syncContentTags(
   const names = extractMentions(content.body);
   // A new text without tags has nothing to sync: spare the writer's transaction the queries.
   if (isNew && found.length === 0 && names.length === 0) return;
-  const hashtags = await ensureTags(trx, 'hashtag', found);
-  const mentions = await mentionTags(trx, dialect, names);
+  // Locked (PostgreSQL) against the deletion of a mentioned user, which removes the mentions of them: a mention
+  // committed first goes with the rest, and a user the deletion already holds is left out, not waited for. Waiting
+  // could deadlock: the writer may hold what the deletion needs next (the user's post it comments on, its own
+  // user row for a grant, which the deletion's compensation of their connection takes).
+  const stored = await findContentTags(
+    trx,
+    found.map((f) => f.key),
+    names,
+    locksRows({ dialect }),
+  );
+  const hashtags = (await createMissingTags(trx, 'hashtag', found, stored.hashtags)) ?? stored.hashtags;
+  const mentions = await mentionTags(trx, stored.users);
   const wanted = new Set([...hashtags, ...mentions].map((t) => t.uuid));
   const current = isNew ? [] : await findExtractedAssociations(trx, kind, uuid, content.user_uuid);
   const have = new Set(current.map((a) => a.tag_uuid));
@@ -490,18 +501,13 @@ export async function syncContentTags(
 }
 
 /**
- * The mention tags of the users some `@names` name (unknown users are no mention), created where missing. The
- * users and their stored tags come in one statement; only a missing tag (or a key that is not the username key)
- * takes the tag store's own lookup and insert.
+ * The mention tags of some mentioned users (findContentTags; unknown users are no mention), created where missing.
+ * Only a missing tag (or a key that is not the username key) takes the tag store's own lookup and insert.
  */
-async function mentionTags(trx: Db, dialect: Dialect, names: string[]): Promise<{ uuid: string }[]> {
+async function mentionTags(trx: Db, users: MentionedUser[]): Promise<{ uuid: string }[]> {
   const out: { uuid: string }[] = [];
   const missing: FoundName[] = [];
-  // Locked (PostgreSQL) against the deletion of a mentioned user, which removes the mentions of them: a mention
-  // committed first goes with the rest, and a user the deletion already holds is left out, not waited for. Waiting
-  // could deadlock: the writer may hold what the deletion needs next (the user's post it comments on, its own
-  // user row for a grant, which the deletion's compensation of their connection takes).
-  for (const user of await findMentionedUsers(trx, names, locksRows({ dialect }))) {
+  for (const user of users) {
     const key = normalizeTagName(user.username);
     if (user.tag && user.tag.name_key === key) out.push(user.tag);
     else missing.push({ name: user.username, key });

@@ -159,11 +159,27 @@ async function listTagPage(
  */
 export async function ensureTags(trx: Db, tagType: TagType, names: FoundName[]): Promise<TagRow[]> {
   if (names.length === 0) return [];
-  const keys = names.map((n) => n.key);
-  const found = await findTagsByKeys(trx, tagType, keys);
+  const found = await findTagsByKeys(
+    trx,
+    tagType,
+    names.map((n) => n.key),
+  );
+  return (await createMissingTags(trx, tagType, names, found)) ?? found;
+}
+
+/**
+ * Creates the tags of a type among `names` that `found` (the stored ones the caller read) lacks, as ensureTags
+ * does; undefined when none is missing, else every tag of `names`, read again.
+ */
+export async function createMissingTags(
+  trx: Db,
+  tagType: TagType,
+  names: FoundName[],
+  found: { name_key: string }[],
+): Promise<TagRow[] | undefined> {
   const have = new Set(found.map((t) => t.name_key));
   const missing = names.filter((n) => !have.has(n.key));
-  if (missing.length === 0) return found;
+  if (missing.length === 0) return undefined;
   const now = nowIso();
   await insertTagsIgnoringConflicts(
     trx,
@@ -177,7 +193,11 @@ export async function ensureTags(trx: Db, tagType: TagType, names: FoundName[]):
       updated_at: now,
     })),
   );
-  return findTagsByKeys(trx, tagType, keys);
+  return findTagsByKeys(
+    trx,
+    tagType,
+    names.map((n) => n.key),
+  );
 }
 
 /** The tag row of a configured emotion, created on first use. */
