@@ -13,6 +13,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { prefixedText, prefixMark } from './prepared-statements.ts';
 
 /** Kysely's options of a driver call that can be aborted (not exported by name). */
 type AbortableOperationOptions = Parameters<Driver['init']>[0];
@@ -53,9 +54,11 @@ export interface PgGroupCommitStats {
   failedMembers: number;
 }
 
-// Names come from this file only. Each member releases its predecessor's savepoint in the round trip that opens its
-// own, so a member costs one round trip besides its statements, as BEGIN did, and the group one COMMIT.
-const NEXT_MEMBER = CompiledQuery.raw('release savepoint group_member; savepoint group_member');
+// Names come from this file only. Each member releases its predecessor's savepoint and opens its own in the round
+// trip of its first statement (prefixMark), as the group's first member opens the group: a member costs no round
+// trip besides its statements, and the group one COMMIT.
+const NEXT_MEMBER = ['release savepoint group_member', 'savepoint group_member'];
+const NEXT_MARK = prefixMark(NEXT_MEMBER);
 const UNDO_MEMBER = CompiledQuery.raw('rollback to savepoint group_member');
 const COMMIT = CompiledQuery.raw('commit');
 
@@ -68,8 +71,13 @@ interface Waiter {
 class Lane {
   /** Held from a group's first member until a COMMIT finds nobody waiting. */
   connection: DatabaseConnection | undefined;
-  /** Whether the connection is inside the group's server transaction. */
+  /** Whether a group is open on the connection (its BEGIN may still be pending). */
   open = false;
+  /**
+   * What goes ahead of the next statement on the connection: the group's BEGIN and first savepoint, or the next
+   * member's savepoint. Left pending by a member that ran no statement, so such a member has nothing to undo.
+   */
+  pending: 'open' | 'next' | undefined;
   held = false;
   readonly queue: (() => void)[] = [];
   members: Waiter[] = [];
@@ -91,7 +99,8 @@ export class PgGroupCommitter {
   readonly #driver: Driver;
   readonly #options: PgGroupCommitOptions;
   readonly #lanes: Lane[];
-  readonly #openGroup: CompiledQuery;
+  readonly #openGroup: readonly string[];
+  readonly #openMark: string;
   readonly stats: PgGroupCommitStats = { commits: 0, committedMembers: 0, failedGroups: 0, failedMembers: 0 };
 
   constructor(driver: Driver, options: PgGroupCommitOptions) {
@@ -99,42 +108,62 @@ export class PgGroupCommitter {
     this.#options = options;
     this.#lanes = Array.from({ length: Math.max(1, options.lanes) }, () => new Lane());
     const lockTimeout = Math.max(0, Math.trunc(options.lockTimeoutMs));
-    this.#openGroup = CompiledQuery.raw(
-      `begin; set local lock_timeout = ${lockTimeout}; savepoint group_member`,
-    );
+    this.#openGroup = ['begin', `set local lock_timeout = ${lockTimeout}`, 'savepoint group_member'];
+    this.#openMark = prefixMark(this.#openGroup);
   }
 
-  /** Starts a member: waits for the least busy lane, then opens its group or a savepoint in the open one. */
+  /**
+   * Starts a member: waits for the least busy lane, then opens its group or its savepoint in the open one, both
+   * sent with its first statement.
+   */
   async begin(): Promise<Lane> {
     let lane = this.#lanes[0] as Lane;
     for (const l of this.#lanes) if (l.load < lane.load) lane = l;
     if (lane.held) await new Promise<void>((resolve) => lane.queue.push(resolve));
     else lane.held = true;
+    if (lane.open) {
+      lane.pending ??= 'next';
+      return lane;
+    }
     try {
-      if (lane.open) {
-        await (lane.connection as DatabaseConnection).executeQuery(NEXT_MEMBER);
-      } else {
-        lane.connection ??= await this.#driver.acquireConnection();
-        lane.openedAt = performance.now();
-        lane.open = true;
-        await lane.connection.executeQuery(this.#openGroup);
-      }
+      lane.connection ??= await this.#driver.acquireConnection();
     } catch (err) {
-      await this.#failGroup(lane, err);
       this.#handOff(lane);
       throw err;
     }
+    lane.openedAt = performance.now();
+    lane.open = true;
+    lane.pending = 'open';
     return lane;
   }
 
-  /** Runs a statement of the member holding `lane`. */
+  /** Runs a statement of the member holding `lane`, behind what is pending on its connection. */
   execute<R>(lane: Lane, query: CompiledQuery): Promise<QueryResult<R>> {
-    return (lane.connection as DatabaseConnection).executeQuery<R>(query);
+    const pending = lane.pending;
+    lane.pending = undefined;
+    if (pending === undefined) return (lane.connection as DatabaseConnection).executeQuery<R>(query);
+    const mark = pending === 'open' ? this.#openMark : NEXT_MARK;
+    return (lane.connection as DatabaseConnection).executeQuery<R>({
+      ...query,
+      sql: prefixedText(mark, query.sql),
+    });
   }
 
-  /** Streams a statement of the member holding `lane`. */
-  stream<R>(lane: Lane, query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
-    return (lane.connection as DatabaseConnection).streamQuery<R>(query, chunkSize);
+  /** Streams a statement of the member holding `lane`, after what is pending on its connection. */
+  async *stream<R>(
+    lane: Lane,
+    query: CompiledQuery,
+    chunkSize: number,
+  ): AsyncIterableIterator<QueryResult<R>> {
+    const pending = lane.pending;
+    lane.pending = undefined;
+    const connection = lane.connection as DatabaseConnection;
+    if (pending !== undefined) {
+      await connection.executeQuery(
+        CompiledQuery.raw((pending === 'open' ? this.#openGroup : NEXT_MEMBER).join('; ')),
+      );
+    }
+    yield* connection.streamQuery<R>(query, chunkSize);
   }
 
   /** Ends a member that succeeded: it joins the group, which commits unless others wait; resolves once committed. */
@@ -144,12 +173,17 @@ export class PgGroupCommitter {
     return committed;
   }
 
-  /** Ends a member that failed: undoes its savepoint only (the whole group if that fails). */
+  /**
+   * Ends a member that failed: undoes its savepoint only (the whole group if that fails). A member whose savepoint
+   * is still pending ran no statement: it has nothing to undo, and the savepoint there is its predecessor's.
+   */
   async rollback(lane: Lane): Promise<void> {
-    try {
-      await (lane.connection as DatabaseConnection).executeQuery(UNDO_MEMBER);
-    } catch (err) {
-      await this.#failGroup(lane, err);
+    if (lane.pending === undefined) {
+      try {
+        await (lane.connection as DatabaseConnection).executeQuery(UNDO_MEMBER);
+      } catch (err) {
+        await this.#failGroup(lane, err);
+      }
     }
     await this.#endRun(lane);
   }
@@ -193,9 +227,12 @@ export class PgGroupCommitter {
     const members = lane.members;
     lane.members = [];
     lane.open = false;
+    // No member ran a statement, so the group's BEGIN was never sent: there is nothing to commit.
+    const begun = lane.pending !== 'open';
+    lane.pending = undefined;
     let failure: unknown;
     try {
-      const { rows } = await connection.executeQuery<{ command?: string }>(COMMIT);
+      const { rows } = begun ? await connection.executeQuery<{ command?: string }>(COMMIT) : { rows: [] };
       // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK; each member was undone to its own
       // savepoint when it failed, so this means the server lost the transaction some other way.
       if (rows[0]?.command === 'ROLLBACK') failure = new AbortedTransactionError();
@@ -203,8 +240,8 @@ export class PgGroupCommitter {
       failure = err;
     }
     if (failure === undefined) {
-      // A group whose every member failed commits nothing of its own: not counted.
-      if (members.length > 0) this.stats.commits++;
+      // A group whose every member failed, or that never began, commits nothing of its own: not counted.
+      if (members.length > 0 && begun) this.stats.commits++;
       this.stats.committedMembers += members.length;
       for (const m of members) m.resolve();
       return;
@@ -218,6 +255,7 @@ export class PgGroupCommitter {
     const members = lane.members;
     lane.members = [];
     lane.open = false;
+    lane.pending = undefined;
     this.#lose(members, cause);
     if (lane.connection) await this.#discard(lane, lane.connection);
   }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import type pg from 'pg';
+import pg from 'pg';
 
 /** How many distinct statements one process prepares at most; later ones run unnamed, as before. */
 export const MAX_PREPARED = 256;
@@ -62,6 +62,100 @@ function stale(err: unknown): boolean {
   return e.code === '0A000' && /cached plan must not change result type/.test(String(e.message));
 }
 
+/**
+ * Marks a query to be sent behind some statements in the same write, answered in the same round trip
+ * (prefixedText). The mark is not SQL: a client that did not go through prepareStatements refuses the query rather
+ * than run it without them.
+ */
+export function prefixMark(statements: readonly string[]): string {
+  const key = statements.join(';\n');
+  let mark = marks.get(key);
+  if (mark === undefined) {
+    mark = `@@prefix${prefixes.size}@@ `;
+    marks.set(key, mark);
+    prefixes.set(mark, statements);
+  }
+  return mark;
+}
+
+/** `text` to be sent behind the statements of `mark` (prefixMark). */
+export function prefixedText(mark: string, text: string): string {
+  return mark + text;
+}
+
+const marks = new Map<string, string>();
+const prefixes = new Map<string, readonly string[]>();
+// Every mark starts so; nothing else the application sends does.
+const MARK_START = '@@prefix';
+
+/** The parts of node-postgres's connection a query writes its messages with (not typed by @types/pg). */
+interface PgConnection {
+  parse(config: { text: string; name?: string }): void;
+  bind(config: { portal?: string; statement?: string; values?: unknown[] }): void;
+  execute(config: { portal?: string; rows?: number }): void;
+  parsedStatements: Record<string, string | undefined>;
+}
+
+/** The parts of node-postgres's Query that PrefixedQuery builds on (not typed by @types/pg). */
+interface PgQueryInternals {
+  name?: string;
+  prepare(connection: PgConnection): void;
+  hasBeenParsed(connection: PgConnection): boolean;
+  handleCommandComplete(msg: unknown, connection: PgConnection): void;
+  handleError(err: unknown, connection: PgConnection): void;
+}
+
+const PgQuery = pg.Query as unknown as new (
+  config: pg.QueryConfig & { callback?: unknown },
+) => PgQueryInternals;
+
+/**
+ * A query sent behind some statements without a Sync between them: one write, one ReadyForQuery, one round trip.
+ * The server runs the statements first and skips the rest up to the Sync when one fails, so the query then fails
+ * with that error. Their CommandComplete messages are not the query's results.
+ */
+class PrefixedQuery extends PgQuery {
+  readonly #prefix: readonly string[];
+  #unanswered: number;
+  #parsedBefore = true;
+
+  constructor(prefix: readonly string[], config: pg.QueryConfig & { callback: unknown }) {
+    super(config);
+    this.#prefix = prefix;
+    this.#unanswered = prefix.length;
+  }
+
+  requiresPreparation(): boolean {
+    return true;
+  }
+
+  override prepare(connection: PgConnection): void {
+    this.#parsedBefore = !this.name || this.hasBeenParsed(connection);
+    for (const text of this.#prefix) {
+      connection.parse({ text });
+      connection.bind({});
+      connection.execute({});
+    }
+    super.prepare(connection);
+  }
+
+  override handleCommandComplete(msg: unknown, connection: PgConnection): void {
+    if (this.#unanswered > 0) {
+      this.#unanswered--;
+      return;
+    }
+    super.handleCommandComplete(msg, connection);
+  }
+
+  override handleError(err: unknown, connection: PgConnection): void {
+    // A prefix statement failed, so the server skipped the query's own Parse; node-postgres filed the prefix's
+    // ParseComplete under the query's name all the same.
+    if (this.#unanswered > 0 && !this.#parsedBefore && this.name)
+      delete connection.parsedStatements[this.name];
+    super.handleError(err, connection);
+  }
+}
+
 type Query = (...args: unknown[]) => unknown;
 type TransactionStatus = { getTransactionStatus?: () => string | null };
 
@@ -87,10 +181,18 @@ export function prepareStatements(client: pg.PoolClient): void {
   };
   // Texts whose named statement went stale on this connection: they run unnamed here from then on.
   const unnamed = new Set<string>();
-  const runNamed = async (name: string, text: string, values: unknown[]) => {
-    const outside = !inTransaction();
+  /** Runs a query, behind `prefix` in its round trip when given. */
+  const run = (config: pg.QueryConfig, prefix: readonly string[] | undefined) =>
+    prefix === undefined
+      ? query(config)
+      : new Promise((resolve, reject) => {
+          const callback = (err: unknown, result: unknown) => (err ? reject(err) : resolve(result));
+          query(new PrefixedQuery(prefix, { ...config, callback }));
+        });
+  const runNamed = async (name: string, text: string, values: unknown[], prefix?: readonly string[]) => {
+    const outside = !prefix && !inTransaction();
     try {
-      return await query({ name, text, values });
+      return await run({ name, text, values }, prefix);
     } catch (err) {
       if (!stale(err)) throw err;
       unnamed.add(text);
@@ -99,17 +201,26 @@ export function prepareStatements(client: pg.PoolClient): void {
     }
   };
   const named: Query = (config, values, callback) => {
+    let prefix: readonly string[] | undefined;
+    if (typeof config === 'string' && config.startsWith(MARK_START)) {
+      const end = config.indexOf('@@ ', MARK_START.length) + 3;
+      prefix = prefixes.get(config.slice(0, end));
+      if (prefix === undefined || callback !== undefined) throw new Error('unknown statement prefix mark');
+      config = config.slice(end);
+    }
     if (
       typeof config === 'string' &&
       callback === undefined &&
       Array.isArray(values) &&
       values.length > 0 &&
-      (config.length <= SHORT_STATEMENT || inTransaction() || config.startsWith(MARKED_SELECT)) &&
+      // A prefix opens a transaction or runs inside one.
+      (config.length <= SHORT_STATEMENT || prefix || inTransaction() || config.startsWith(MARKED_SELECT)) &&
       !unnamed.has(config)
     ) {
       const name = preparedNameOf(config);
-      if (name !== undefined) return runNamed(name, config, values);
+      if (name !== undefined) return runNamed(name, config, values, prefix);
     }
+    if (prefix) return run({ text: config as string, values: values as unknown[] }, prefix);
     return query(config, values, callback);
   };
   (client as unknown as { query: Query }).query = named;

@@ -111,6 +111,36 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       assert.deepEqual(await stored('duplicate'), []);
     });
 
+    it('undoes nothing of another member for one that failed or ended before its first statement', async () => {
+      // Queued on the one lane: a member's savepoint goes with its first statement, so one that ran none has no
+      // savepoint of its own to roll back to; the one there is its predecessor's, or the group has not begun.
+      const run = (steps: ('insert' | 'throw')[], label: string) =>
+        db.transaction().execute(async (trx) => {
+          for (const step of steps) {
+            if (step === 'throw') throw new Error(`${label} gave up`);
+            await insert(trx, label);
+          }
+        });
+      const results = await Promise.allSettled([
+        run(['throw'], 'empty-first'),
+        run(['insert'], 'empty-kept-a'),
+        run(['throw'], 'empty-thrown'),
+        run([], 'empty-nothing'),
+        run(['insert'], 'empty-kept-b'),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      );
+      assert.deepEqual(await stored('empty-'), ['empty-kept-a', 'empty-kept-b']);
+      // A group none of whose members ran a statement has nothing to commit.
+      const before = stats();
+      await Promise.all([run([], 'none-a'), run([], 'none-b')]);
+      assert.equal(stats().commits, before.commits);
+      await run(['insert'], 'empty-after');
+      assert.deepEqual(await stored('empty-after'), ['empty-after']);
+    });
+
     it('fails every member of a group whose connection is lost, stores none of them, and goes on', async () => {
       const failedBefore = stats().failedMembers;
       const held = Promise.withResolvers<void>();

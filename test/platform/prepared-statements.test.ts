@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { connectDatabase } from '../../src/db/connect.ts';
-import { MAX_PREPARED, preparedNameOf, SHORT_STATEMENT } from '../../src/db/prepared-statements.ts';
+import {
+  MAX_PREPARED,
+  prefixedText,
+  prefixMark,
+  preparedNameOf,
+  prepareStatements,
+  SHORT_STATEMENT,
+} from '../../src/db/prepared-statements.ts';
 import { findVisibleTagWithAssociations } from '../../src/modules/tag/tag.repository.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost, findTag } from '../tags/support.ts';
@@ -124,6 +132,74 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         assert.equal(body(res).data.uuid, uuid);
       }
       assert.equal((await findTag(t, 'hashtag', 'tagged1')).associations_count, 4);
+    });
+  });
+}
+
+// Group commit sends a member's savepoint with its first statement (pg-group-commit.ts).
+for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
+  describe(`statements sent ahead of a query in its round trip [${dialect.name}]`, () => {
+    let url: string;
+    let drop: () => Promise<void>;
+    const clients: pg.Client[] = [];
+
+    before(async () => {
+      ({ url, drop } = await dialect.create());
+    });
+    after(async () => {
+      for (const c of clients) await c.end();
+      await drop?.();
+    });
+
+    /** A connected client, through prepareStatements unless `plain`; counts the server's ReadyForQuery answers. */
+    const connect = async (plain = false) => {
+      const client = new pg.Client({ connectionString: url });
+      clients.push(client);
+      await client.connect();
+      if (!plain) prepareStatements(client as unknown as pg.PoolClient);
+      const counter = { rounds: 0 };
+      (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('readyForQuery', () => {
+        counter.rounds++;
+      });
+      return { client, counter };
+    };
+
+    it('runs the statements, then the query, in one round trip, and answers with the query result only', async () => {
+      const { client, counter } = await connect();
+      const mark = prefixMark(['begin', 'savepoint ahead']);
+      const res = await client.query(prefixedText(mark, 'select $1::int + 1 as y'), [6]);
+      assert.equal(counter.rounds, 1);
+      assert.equal(res.command, 'SELECT');
+      assert.deepEqual(res.rows, [{ y: 7 }]);
+      // The savepoint exists, so the transaction the prefix began is open.
+      await client.query('rollback to savepoint ahead');
+      await client.query('rollback');
+    });
+
+    it('fails the query with the error of a statement ahead of it, and prepares its named statement next time', async () => {
+      const { client } = await connect();
+      const text = 'select $1::int * 10 as z';
+      await client.query('begin');
+      // Run once unnamed, then named (preparedNameOf names it the second time) behind a failing statement.
+      await client.query(text, [1]);
+      const mark = prefixMark(['release savepoint never_made']);
+      await assert.rejects(client.query(prefixedText(mark, text), [2]), { code: '3B001' });
+      await client.query('rollback');
+      await client.query('begin');
+      const res = await client.query(text, [3]);
+      assert.deepEqual(res.rows, [{ z: 30 }]);
+      const named = await client.query('select statement from pg_prepared_statements');
+      assert.deepEqual(
+        named.rows.map((r) => r.statement),
+        [text],
+      );
+      await client.query('rollback');
+    });
+
+    it('is refused by the server when the client does not send statements ahead', async () => {
+      const { client } = await connect(true);
+      const mark = prefixMark(['begin']);
+      await assert.rejects(client.query(prefixedText(mark, 'select $1::int as x'), [1]), { code: '42601' });
     });
   });
 }
