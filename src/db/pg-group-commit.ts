@@ -13,7 +13,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import { prefixedText, prefixMark } from './prepared-statements.ts';
+import { failedAhead, prefixedText, prefixMark } from './prepared-statements.ts';
 
 /** Kysely's options of a driver call that can be aborted (not exported by name). */
 type AbortableOperationOptions = Parameters<Driver['init']>[0];
@@ -78,6 +78,11 @@ class Lane {
    * member's savepoint. Left pending by a member that ran no statement, so such a member has nothing to undo.
    */
   pending: 'open' | 'next' | undefined;
+  /**
+   * The error of the running member's first statement when what went ahead of it may not have run: its savepoint
+   * may be missing, so undoing to `group_member` could undo its predecessor instead. The group is rolled back.
+   */
+  aheadFailed: unknown;
   held = false;
   readonly queue: (() => void)[] = [];
   members: Waiter[] = [];
@@ -143,10 +148,12 @@ export class PgGroupCommitter {
     lane.pending = undefined;
     if (pending === undefined) return (lane.connection as DatabaseConnection).executeQuery<R>(query);
     const mark = pending === 'open' ? this.#openMark : NEXT_MARK;
-    return (lane.connection as DatabaseConnection).executeQuery<R>({
-      ...query,
-      sql: prefixedText(mark, query.sql),
-    });
+    return (lane.connection as DatabaseConnection)
+      .executeQuery<R>({ ...query, sql: prefixedText(mark, query.sql) })
+      .catch((err: unknown) => {
+        if (failedAhead(err)) lane.aheadFailed = err;
+        throw err;
+      });
   }
 
   /** Streams a statement of the member holding `lane`, after what is pending on its connection. */
@@ -159,9 +166,14 @@ export class PgGroupCommitter {
     lane.pending = undefined;
     const connection = lane.connection as DatabaseConnection;
     if (pending !== undefined) {
-      await connection.executeQuery(
-        CompiledQuery.raw((pending === 'open' ? this.#openGroup : NEXT_MEMBER).join('; ')),
-      );
+      try {
+        await connection.executeQuery(
+          CompiledQuery.raw((pending === 'open' ? this.#openGroup : NEXT_MEMBER).join('; ')),
+        );
+      } catch (err) {
+        lane.aheadFailed = err;
+        throw err;
+      }
     }
     yield* connection.streamQuery<R>(query, chunkSize);
   }
@@ -174,11 +186,14 @@ export class PgGroupCommitter {
   }
 
   /**
-   * Ends a member that failed: undoes its savepoint only (the whole group if that fails). A member whose savepoint
-   * is still pending ran no statement: it has nothing to undo, and the savepoint there is its predecessor's.
+   * Ends a member that failed: undoes its savepoint only (the whole group if that fails, or if its savepoint may be
+   * missing). A member whose savepoint is still pending ran no statement: it has nothing to undo, and the savepoint
+   * there is its predecessor's.
    */
   async rollback(lane: Lane): Promise<void> {
-    if (lane.pending === undefined) {
+    if (lane.aheadFailed !== undefined) {
+      await this.#failGroup(lane, lane.aheadFailed);
+    } else if (lane.pending === undefined) {
       try {
         await (lane.connection as DatabaseConnection).executeQuery(UNDO_MEMBER);
       } catch (err) {
@@ -230,6 +245,7 @@ export class PgGroupCommitter {
     // No member ran a statement, so the group's BEGIN was never sent: there is nothing to commit.
     const begun = lane.pending !== 'open';
     lane.pending = undefined;
+    lane.aheadFailed = undefined;
     let failure: unknown;
     try {
       const { rows } = begun ? await connection.executeQuery<{ command?: string }>(COMMIT) : { rows: [] };
@@ -256,6 +272,7 @@ export class PgGroupCommitter {
     lane.members = [];
     lane.open = false;
     lane.pending = undefined;
+    lane.aheadFailed = undefined;
     this.#lose(members, cause);
     if (lane.connection) await this.#discard(lane, lane.connection);
   }

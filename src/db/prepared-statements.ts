@@ -93,6 +93,8 @@ interface PgConnection {
   parse(config: { text: string; name?: string }): void;
   bind(config: { portal?: string; statement?: string; values?: unknown[] }): void;
   execute(config: { portal?: string; rows?: number }): void;
+  on(event: 'parseComplete', listener: () => void): void;
+  off(event: 'parseComplete', listener: () => void): void;
   parsedStatements: Record<string, string | undefined>;
 }
 
@@ -103,6 +105,7 @@ interface PgQueryInternals {
   hasBeenParsed(connection: PgConnection): boolean;
   handleCommandComplete(msg: unknown, connection: PgConnection): void;
   handleError(err: unknown, connection: PgConnection): void;
+  handleReadyForQuery(connection: PgConnection): void;
 }
 
 const PgQuery = pg.Query as unknown as new (
@@ -110,14 +113,27 @@ const PgQuery = pg.Query as unknown as new (
 ) => PgQueryInternals;
 
 /**
+ * Whether a query sent behind statements (prefixMark) failed before all of them had answered: one of them may not
+ * have run, so whatever they were to set up (a savepoint) may be missing. Also true when the client failed the query
+ * before sending it.
+ */
+export function failedAhead(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { failedAhead?: unknown }).failedAhead === true;
+}
+
+/**
  * A query sent behind some statements without a Sync between them: one write, one ReadyForQuery, one round trip.
  * The server runs the statements first and skips the rest up to the Sync when one fails, so the query then fails
- * with that error. Their CommandComplete messages are not the query's results.
+ * with that error (failedAhead). Their CommandComplete messages are not the query's results.
  */
 class PrefixedQuery extends PgQuery {
   readonly #prefix: readonly string[];
   #unanswered: number;
   #parsedBefore = true;
+  #parses = 0;
+  readonly #countParse = () => {
+    this.#parses++;
+  };
 
   constructor(prefix: readonly string[], config: pg.QueryConfig & { callback: unknown }) {
     super(config);
@@ -131,6 +147,9 @@ class PrefixedQuery extends PgQuery {
 
   override prepare(connection: PgConnection): void {
     this.#parsedBefore = !this.name || this.hasBeenParsed(connection);
+    // node-postgres files the first ParseComplete, the prefix's, under the query's name: counted to tell whether the
+    // query's own Parse went through.
+    if (!this.#parsedBefore) connection.on('parseComplete', this.#countParse);
     for (const text of this.#prefix) {
       connection.parse({ text });
       connection.bind({});
@@ -147,11 +166,18 @@ class PrefixedQuery extends PgQuery {
     super.handleCommandComplete(msg, connection);
   }
 
+  override handleReadyForQuery(connection: PgConnection): void {
+    connection.off('parseComplete', this.#countParse);
+    super.handleReadyForQuery(connection);
+  }
+
   override handleError(err: unknown, connection: PgConnection): void {
-    // A prefix statement failed, so the server skipped the query's own Parse; node-postgres filed the prefix's
-    // ParseComplete under the query's name all the same.
-    if (this.#unanswered > 0 && !this.#parsedBefore && this.name)
+    connection.off('parseComplete', this.#countParse);
+    // The server skipped or refused the query's own Parse: it holds no statement of that name.
+    if (!this.#parsedBefore && this.name && this.#parses <= this.#prefix.length)
       delete connection.parsedStatements[this.name];
+    if (this.#unanswered > 0 && typeof err === 'object' && err !== null)
+      Object.assign(err, { failedAhead: true });
     super.handleError(err, connection);
   }
 }

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { connectDatabase } from '../../src/db/connect.ts';
 import {
+  failedAhead,
   MAX_PREPARED,
   prefixedText,
   prefixMark,
@@ -183,7 +184,11 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       // Run once unnamed, then named (preparedNameOf names it the second time) behind a failing statement.
       await client.query(text, [1]);
       const mark = prefixMark(['release savepoint never_made']);
-      await assert.rejects(client.query(prefixedText(mark, text), [2]), { code: '3B001' });
+      await assert.rejects(client.query(prefixedText(mark, text), [2]), (err) => {
+        assert.equal((err as { code?: string }).code, '3B001');
+        assert.ok(failedAhead(err), 'a statement ahead of the query failed');
+        return true;
+      });
       await client.query('rollback');
       await client.query('begin');
       const res = await client.query(text, [3]);
@@ -193,6 +198,27 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         named.rows.map((r) => r.statement),
         [text],
       );
+      await client.query('rollback');
+    });
+
+    it('prepares a named statement again whose own Parse failed after the statements ahead of it ran', async () => {
+      const { client } = await connect();
+      // Refused by the parser every time; named the second time it runs (preparedNameOf).
+      const text = 'select $1::int as w from';
+      const mark = prefixMark(['savepoint before_bad']);
+      await client.query('begin');
+      await assert.rejects(client.query(text, [1]), { code: '42601' });
+      await client.query('rollback');
+      await client.query('begin');
+      await assert.rejects(client.query(prefixedText(mark, text), [2]), (err) => {
+        assert.equal((err as { code?: string }).code, '42601');
+        assert.ok(!failedAhead(err), 'the statements ahead ran');
+        return true;
+      });
+      await client.query('rollback');
+      await client.query('begin');
+      // Parsed again, so refused by the parser again: not a missing prepared statement (26000).
+      await assert.rejects(client.query(text, [3]), { code: '42601' });
       await client.query('rollback');
     });
 

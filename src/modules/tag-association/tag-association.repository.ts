@@ -490,8 +490,8 @@ export interface ContentTags {
  * mention tag whose key is their username key, in one statement: usernames are ASCII letters, digits and `_`, so
  * their tag key (normalizeTagName) is that lower-case key; the caller checks it and looks the tag up itself where it
  * is not. With `lock` (PostgreSQL only) the users' rows are key-share locked until the transaction ends, and a user
- * whose deletion holds the row is left out. The users are read in a CTE because PostgreSQL locks no rows of a
- * UNION's branch.
+ * whose deletion holds the row is left out. The users are read in a CTE because PostgreSQL refuses a locking
+ * clause in a UNION.
  */
 export async function findContentTags(
   db: Db,
