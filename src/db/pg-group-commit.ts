@@ -57,10 +57,19 @@ export interface PgGroupCommitStats {
 // Names come from this file only. Each member releases its predecessor's savepoint and opens its own in the round
 // trip of its first statement (prefixMark), as the group's first member opens the group: a member costs no round
 // trip besides its statements, and the group one COMMIT.
-const NEXT_MEMBER = ['release savepoint group_member', 'savepoint group_member'];
-const NEXT_MARK = prefixMark(NEXT_MEMBER);
+const NEXT_MEMBER = ahead(['release savepoint group_member', 'savepoint group_member']);
 const UNDO_MEMBER = CompiledQuery.raw('rollback to savepoint group_member');
 const COMMIT = CompiledQuery.raw('commit');
+
+/** Statements that go ahead of a member's first statement, and the mark that sends them in its round trip. */
+interface Ahead {
+  statements: readonly string[];
+  mark: string;
+}
+
+function ahead(statements: readonly string[]): Ahead {
+  return { statements, mark: prefixMark(statements) };
+}
 
 interface Waiter {
   resolve: () => void;
@@ -77,7 +86,7 @@ class Lane {
    * What goes ahead of the next statement on the connection: the group's BEGIN and first savepoint, or the next
    * member's savepoint. Left pending by a member that ran no statement, so such a member has nothing to undo.
    */
-  pending: 'open' | 'next' | undefined;
+  pending: Ahead | undefined;
   /**
    * The error of the running member's first statement when what went ahead of it may not have run: its savepoint
    * may be missing, so undoing to `group_member` could undo its predecessor instead. The group is rolled back.
@@ -104,8 +113,7 @@ export class PgGroupCommitter {
   readonly #driver: Driver;
   readonly #options: PgGroupCommitOptions;
   readonly #lanes: Lane[];
-  readonly #openGroup: readonly string[];
-  readonly #openMark: string;
+  readonly #openGroup: Ahead;
   readonly stats: PgGroupCommitStats = { commits: 0, committedMembers: 0, failedGroups: 0, failedMembers: 0 };
 
   constructor(driver: Driver, options: PgGroupCommitOptions) {
@@ -113,8 +121,7 @@ export class PgGroupCommitter {
     this.#options = options;
     this.#lanes = Array.from({ length: Math.max(1, options.lanes) }, () => new Lane());
     const lockTimeout = Math.max(0, Math.trunc(options.lockTimeoutMs));
-    this.#openGroup = ['begin', `set local lock_timeout = ${lockTimeout}`, 'savepoint group_member'];
-    this.#openMark = prefixMark(this.#openGroup);
+    this.#openGroup = ahead(['begin', `set local lock_timeout = ${lockTimeout}`, 'savepoint group_member']);
   }
 
   /**
@@ -127,7 +134,7 @@ export class PgGroupCommitter {
     if (lane.held) await new Promise<void>((resolve) => lane.queue.push(resolve));
     else lane.held = true;
     if (lane.open) {
-      lane.pending ??= 'next';
+      lane.pending ??= NEXT_MEMBER;
       return lane;
     }
     try {
@@ -138,7 +145,7 @@ export class PgGroupCommitter {
     }
     lane.openedAt = performance.now();
     lane.open = true;
-    lane.pending = 'open';
+    lane.pending = this.#openGroup;
     return lane;
   }
 
@@ -147,9 +154,8 @@ export class PgGroupCommitter {
     const pending = lane.pending;
     lane.pending = undefined;
     if (pending === undefined) return (lane.connection as DatabaseConnection).executeQuery<R>(query);
-    const mark = pending === 'open' ? this.#openMark : NEXT_MARK;
     return (lane.connection as DatabaseConnection)
-      .executeQuery<R>({ ...query, sql: prefixedText(mark, query.sql) })
+      .executeQuery<R>({ ...query, sql: prefixedText(pending.mark, query.sql) })
       .catch((err: unknown) => {
         if (failedAhead(err)) lane.aheadFailed = err;
         throw err;
@@ -167,9 +173,7 @@ export class PgGroupCommitter {
     const connection = lane.connection as DatabaseConnection;
     if (pending !== undefined) {
       try {
-        await connection.executeQuery(
-          CompiledQuery.raw((pending === 'open' ? this.#openGroup : NEXT_MEMBER).join('; ')),
-        );
+        await connection.executeQuery(CompiledQuery.raw(pending.statements.join('; ')));
       } catch (err) {
         lane.aheadFailed = err;
         throw err;
@@ -243,7 +247,7 @@ export class PgGroupCommitter {
     lane.members = [];
     lane.open = false;
     // No member ran a statement, so the group's BEGIN was never sent: there is nothing to commit.
-    const begun = lane.pending !== 'open';
+    const begun = lane.pending !== this.#openGroup;
     lane.pending = undefined;
     lane.aheadFailed = undefined;
     let failure: unknown;
