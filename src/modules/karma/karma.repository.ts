@@ -1,5 +1,6 @@
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import { queryTemplate } from '../../db/query-template.ts';
 import {
   applyFilters,
   applyOrderAndWindow,
@@ -102,29 +103,38 @@ export async function insertGrantRecord(
   cap: number | null,
   onlyPastCap = false,
 ): Promise<number | undefined> {
-  const user = record.user_uuid;
-  const pastCap =
-    cap === null
-      ? sql<boolean>`1 = 0`
-      : sql<boolean>`(${nettingAddRecordsCount(db, user, record.rule, since, cap)}) >= ${sql.lit(capLiteral(cap))}`;
-  const points = onlyPastCap
-    ? sql<number>`0`
-    : sql<number>`case when ${pastCap} then 0 else ${record.points} end`;
-  const row = await db
-    .insertInto('karma')
-    .columns(GRANT_COLUMNS)
-    .expression(
-      sql`select ${record.uuid}, ${user}, ${record.event}, ${record.rule}, ${record.target_uuid},
+  const [row] = (await insertGrantQuery(db, { ...record, since }, { cap, onlyPastCap })).rows;
+  return row === undefined ? undefined : Number(row.points);
+}
+
+const insertGrantQuery = queryTemplate(
+  (
+    db,
+    record: GrantRecord & { since: string },
+    { cap, onlyPastCap }: { cap: number | null; onlyPastCap: boolean },
+  ) => {
+    const user = record.user_uuid;
+    const pastCap =
+      cap === null
+        ? sql<boolean>`1 = 0`
+        : sql<boolean>`(${nettingAddRecordsCount(db, user, record.rule, record.since, cap)}) >= ${sql.lit(capLiteral(cap))}`;
+    const points = onlyPastCap
+      ? sql<number>`0`
+      : sql<number>`case when ${pastCap} then 0 else ${record.points} end`;
+    return db
+      .insertInto('karma')
+      .columns(GRANT_COLUMNS)
+      .expression(
+        sql`select ${record.uuid}, ${user}, ${record.event}, ${record.rule}, ${record.target_uuid},
         ${record.target_type}, ${record.karma_type}, ${points}, ${record.source_uuid}, ${record.created_at},
         ${record.updated_at}
       where exists (select 1 from users where uuid = ${user})
         and (select coalesce(sum(${SIGNED}), 0) from karma where user_uuid = ${user} and source_uuid = ${record.source_uuid}) <= 0
         ${onlyPastCap ? sql`and ${pastCap}` : sql``}`,
-    )
-    .returning('points')
-    .executeTakeFirst();
-  return row === undefined ? undefined : Number(row.points);
-}
+      )
+      .returning('points');
+  },
+);
 
 // The columns insertGrantRecord fills, in the order of its select.
 const GRANT_COLUMNS = [

@@ -1,24 +1,31 @@
 import { type Insertable, sql, type Updateable } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
+import { queryTemplate } from '../../db/query-template.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import type { PostTable } from './post.table.ts';
 
 /** A new post row; without a language (null), it takes its author's. */
 export type NewPostRow = Omit<Insertable<PostTable>, 'language'> & { language: string | null };
 
+// The author's language is read by the insert itself: a statement less on a post's write path (a round trip on
+// PostgreSQL, one of about ten).
+const insertPostQuery = queryTemplate((db, row: NewPostRow) =>
+  db
+    .insertInto('posts')
+    .values({
+      ...row,
+      language:
+        row.language ??
+        sql<string>`coalesce((select u.language from users u where u.uuid = ${row.user_uuid}), 'en')`,
+    })
+    .returning('language'),
+);
+
 /** Stores a new post row and returns the language stored: as given, else the author's, else 'en'. */
 export async function insertPost(db: Db, row: NewPostRow): Promise<string> {
-  // The author's language is read by the insert itself: a statement less on a post's write path (a round trip on
-  // PostgreSQL, one of about ten).
-  const language =
-    row.language ??
-    sql<string>`coalesce((select u.language from users u where u.uuid = ${row.user_uuid}), 'en')`;
-  const stored = await db
-    .insertInto('posts')
-    .values({ ...row, language })
-    .returning('language')
-    .executeTakeFirstOrThrow();
+  const [stored] = (await insertPostQuery(db, row)).rows;
+  if (stored === undefined) throw new Error('the insert of a post returned no row');
   return stored.language;
 }
 

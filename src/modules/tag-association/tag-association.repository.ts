@@ -9,6 +9,7 @@ import {
 } from 'kysely';
 import type { Database, Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
+import { queryTemplate } from '../../db/query-template.ts';
 import {
   applyFilters,
   applyOrderAndWindow,
@@ -279,9 +280,13 @@ export async function insertAssociationsIgnoringConflicts(
   rows: Insertable<TagAssociationTable>[],
 ): Promise<string[]> {
   if (rows.length === 0) return [];
-  const inserted = await insertAssociationsQuery(db, rows).execute();
-  return inserted.map((r) => r.tag_uuid);
+  const inserted = await insertAssociationsTemplate(db, { rows });
+  return inserted.rows.map((r) => r.tag_uuid);
 }
+
+const insertAssociationsTemplate = queryTemplate(
+  (db, { rows }: { rows: Insertable<TagAssociationTable>[] }) => insertAssociationsQuery(db, rows),
+);
 
 /** Updates an association row (the caller checked that the new (tag, target, user) is free). */
 export async function updateAssociationRow(
@@ -485,6 +490,45 @@ export interface ContentTags {
   users: MentionedUser[];
 }
 
+// The statement of findContentTags: the hashtags, the mentioned users, or both in a UNION ALL (an empty list is
+// part of the shape a template keeps).
+const findContentTagsQuery = queryTemplate(
+  (db, { hashtagKeys, usernameKeys }: { hashtagKeys: string[]; usernameKeys: string[] }, lock: boolean) => {
+    const hashtags = db
+      .selectFrom('tags')
+      .select([
+        sql<string>`'hashtag'`.as('kind'),
+        sql<string | null>`null`.as('username'),
+        sql<string | null>`null`.as('username_key'),
+        sql<string | null>`uuid`.as('tag_uuid'),
+        sql<string | null>`name_key`.as('tag_key'),
+      ])
+      .where('tag_type', '=', 'hashtag')
+      .where('name_key', 'in', hashtagKeys);
+    const users = (qc: QueryCreator<Database>) =>
+      qc
+        .selectFrom('users as u')
+        .leftJoin('tags as t', (join) =>
+          join.on('t.tag_type', '=', 'mention').onRef('t.name_key', '=', 'u.username_key'),
+        )
+        .select(['u.username', 'u.username_key', 't.uuid as tag_uuid', 't.name_key as tag_key'])
+        .where('u.username_key', 'in', usernameKeys)
+        .$if(lock, (q) => q.forKeyShare('u').skipLocked());
+    const mentioned = db
+      .with('m', users)
+      .selectFrom('m')
+      .select([
+        sql<string>`'mention'`.as('kind'),
+        sql<string | null>`m.username`.as('username'),
+        sql<string | null>`m.username_key`.as('username_key'),
+        'm.tag_uuid',
+        'm.tag_key',
+      ]);
+    if (usernameKeys.length === 0) return hashtags;
+    return hashtagKeys.length === 0 ? mentioned : mentioned.unionAll(hashtags);
+  },
+);
+
 /**
  * The stored hashtags of some keys and the users of some `@names` (compared ignoring case), each user with the
  * mention tag whose key is their username key, in one statement: usernames are ASCII letters, digits and `_`, so
@@ -499,48 +543,9 @@ export async function findContentTags(
   names: string[],
   lock = false,
 ): Promise<ContentTags> {
-  const hashtags = db
-    .selectFrom('tags')
-    .select([
-      sql<string>`'hashtag'`.as('kind'),
-      sql<string | null>`null`.as('username'),
-      sql<string | null>`null`.as('username_key'),
-      sql<string | null>`uuid`.as('tag_uuid'),
-      sql<string | null>`name_key`.as('tag_key'),
-    ])
-    .where('tag_type', '=', 'hashtag')
-    .where('name_key', 'in', hashtagKeys);
-  const users = (qc: QueryCreator<Database>) =>
-    qc
-      .selectFrom('users as u')
-      .leftJoin('tags as t', (join) =>
-        join.on('t.tag_type', '=', 'mention').onRef('t.name_key', '=', 'u.username_key'),
-      )
-      .select(['u.username', 'u.username_key', 't.uuid as tag_uuid', 't.name_key as tag_key'])
-      .where(
-        'u.username_key',
-        'in',
-        names.map((n) => n.toLowerCase()),
-      )
-      .$if(lock, (q) => q.forKeyShare('u').skipLocked());
-  const mentioned = db
-    .with('m', users)
-    .selectFrom('m')
-    .select([
-      sql<string>`'mention'`.as('kind'),
-      sql<string | null>`m.username`.as('username'),
-      sql<string | null>`m.username_key`.as('username_key'),
-      'm.tag_uuid',
-      'm.tag_key',
-    ]);
-  const rows =
-    names.length === 0
-      ? hashtagKeys.length === 0
-        ? []
-        : await hashtags.execute()
-      : hashtagKeys.length === 0
-        ? await mentioned.execute()
-        : await mentioned.unionAll(hashtags).execute();
+  if (hashtagKeys.length === 0 && names.length === 0) return { hashtags: [], users: [] };
+  const values = { hashtagKeys, usernameKeys: names.map((n) => n.toLowerCase()) };
+  const { rows } = await findContentTagsQuery(db, values, lock);
   const out: ContentTags = { hashtags: [], users: [] };
   for (const r of rows) {
     const tag =

@@ -1,6 +1,7 @@
 import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
+import { queryTemplate } from '../../db/query-template.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
 import {
   insertAssociationsIgnoringConflicts,
@@ -173,18 +174,25 @@ export async function insertAssociationsCounted(
     await adjustTagCounts(db, dialect, countDeltas(added, removed));
     return added;
   }
-  // A statement without FROM evaluates its one row, so the removals are staged even when every row was skipped;
-  // both expressions read the insert's rows, which a data-modifying CTE produces once, before either reads them.
-  const staged = stageDeltas(
-    sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)
-      || ${JSON.stringify(removed.map((uuid) => [uuid, -1]))}::jsonb`,
-  );
-  const row = await db
-    .with('added', (qc) => insertAssociationsQuery(qc, rows))
-    .selectNoFrom([sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'), staged.as('staged')])
-    .executeTakeFirstOrThrow();
+  const removals = JSON.stringify(removed.map((uuid) => [uuid, -1]));
+  const [row] = (await insertAndStageQuery(db, { rows, removals })).rows;
+  if (row === undefined) throw new Error('the insert of associations returned no row');
   return row.tags;
 }
+
+// A statement without FROM evaluates its one row, so the removals are staged even when every row was skipped; both
+// expressions read the insert's rows, which a data-modifying CTE produces once, before either reads them.
+const insertAndStageQuery = queryTemplate(
+  (db, { rows, removals }: { rows: Insertable<TagAssociationTable>[]; removals: string }) => {
+    const staged = stageDeltas(
+      sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)
+      || ${removals}::jsonb`,
+    );
+    return db
+      .with('added', (qc) => insertAssociationsQuery(qc, rows))
+      .selectNoFrom([sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'), staged.as('staged')]);
+  },
+);
 
 /** Each tag's delta: +1 per appearance in `added`, -1 per appearance in `removed`. */
 export function countDeltas(added: string[], removed: string[]): Map<string, number> {
@@ -209,17 +217,23 @@ export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<stri
     await sql`select ${stageDeltas(sql`${JSON.stringify(entries)}::jsonb`)}`.execute(db);
     return;
   }
+  await adjustCountsQuery(db, {
+    uuids: entries.map(([uuid]) => uuid),
+    deltas: entries.map(([, d]) => d),
+  });
+}
+
+// SQLite's update of adjustTagCounts: each tag's count moves by the delta at its index.
+const adjustCountsQuery = queryTemplate((db, { uuids, deltas }: { uuids: string[]; deltas: number[] }) => {
   const delta = sql.join(
-    entries.map(([uuid, d]) => sql`when ${uuid} then ${d}`),
+    uuids.map((uuid, i) => sql`when ${uuid} then ${deltas[i]}`),
     sql` `,
   );
-  const uuids = entries.map(([uuid]) => uuid);
-  await db
+  return db
     .updateTable('tags')
     .set({ associations_count: sql`associations_count + (case uuid ${delta} end)` })
-    .where('uuid', 'in', uuids)
-    .execute();
-}
+    .where('uuid', 'in', uuids);
+});
 
 /** Whitelist of the tag list: property name to trusted column (name compares through its normalized key). */
 export const TAG_WHITELIST: Whitelist = {
