@@ -13,59 +13,83 @@ type Values = Record<string, unknown>;
 type Source = { path: (string | number)[] } | { constant: unknown };
 
 interface Compiled {
-  sql: string;
+  /** The compiled text, parameters aside (Kysely's raw query of that text). */
+  query: CompiledQuery<unknown>;
   sources: Source[];
 }
 
-/** How a value keeps its place in the key: null and undefined as themselves, anything else as a stand-in. */
-function mark(value: unknown): string {
-  return value === null ? 'n' : value === undefined ? 'u' : '';
-}
-
-/** A stand-in for the value at `path` (null and undefined stay themselves); only what a statement binds. */
-function slotOf(value: unknown, path: (string | number)[]): unknown {
-  if (value === null || value === undefined) return value;
+/**
+ * How a value keeps its place in the key: null and undefined as themselves, anything else as a stand-in. Only values
+ * a statement binds: an expression or an object would run as a stand-in text.
+ */
+function mark(value: unknown, name: string): string {
+  if (value === null) return 'n';
+  if (value === undefined) return 'u';
   if (typeof value === 'object' && !(value instanceof Date)) {
-    // An expression or a nested object would become a stand-in text: only values a statement binds may be given.
-    throw new Error(`a query template's value ${path.join('.')} is not a bindable value`);
+    throw new Error(`a query template's value ${name} is not a bindable value`);
   }
-  return `${SLOT}${JSON.stringify(path)}`;
+  return '';
 }
 
 /**
- * The stand-ins of some values, and the key of their shape. An array keeps its length, each element its own slot;
- * an element may be a row (an object of values: `values(rows)`), whose fields keep their names and order. Null and
- * undefined stay themselves (Kysely writes them into the SQL: `is null`, a column left out). So everything of the
- * values that can change the text is in the key.
+ * The key of the values' shape: everything of them that can change the text. An array keeps its length; an element
+ * may be a row (an object of values: `values(rows)`), whose fields keep their names and order. Null and undefined
+ * keep their place (Kysely writes them into the SQL: `is null`, a column left out). Run on every call: plain loops.
  */
-function slotsOf(values: Values): { slots: Values; key: string } {
-  const slots: Values = {};
-  const key: string[] = [];
-  for (const [name, value] of Object.entries(values)) {
+function keyOf(values: Values): string {
+  let key = '';
+  for (const name in values) {
+    const value = values[name];
     if (!Array.isArray(value)) {
-      slots[name] = slotOf(value, [name]);
-      key.push(`${name}${mark(value)}`);
+      key += `${name}${mark(value, name)};`;
       continue;
     }
-    const items = value.map((item, i) => {
+    key += `${name}[${value.length}:`;
+    for (const item of value) {
       if (item === null || typeof item !== 'object' || item instanceof Date) {
-        return { slot: slotOf(item, [name, i]), key: mark(item) };
+        key += `${mark(item, name)},`;
+        continue;
       }
-      const row = Object.entries(item as Values);
-      return {
-        slot: Object.fromEntries(row.map(([field, v]) => [field, slotOf(v, [name, i, field])])),
-        key: `{${row.map(([field, v]) => `${field}${mark(v)}`).join(',')}}`,
-      };
-    });
-    slots[name] = items.map((x) => x.slot);
-    key.push(`${name}[${items.length}:${items.map((x) => x.key).join(',')}]`);
+      key += '{';
+      for (const field in item) key += `${field}${mark((item as Values)[field], `${name}.${field}`)},`;
+      key += '},';
+    }
+    key += '];';
   }
-  return { slots, key: key.join(';') };
+  return key;
 }
 
+/** A stand-in for the value at `path` (null and undefined stay themselves). */
+function slotOf(value: unknown, path: (string | number)[]): unknown {
+  return value === null || value === undefined ? value : `${SLOT}${JSON.stringify(path)}`;
+}
+
+/** The stand-ins of some values (keyOf checked them), for the one build of their shape. */
+function slotsOf(values: Values): Values {
+  const slots: Values = {};
+  for (const [name, value] of Object.entries(values)) {
+    slots[name] = !Array.isArray(value)
+      ? slotOf(value, [name])
+      : value.map((item, i) =>
+          item === null || typeof item !== 'object' || item instanceof Date
+            ? slotOf(item, [name, i])
+            : Object.fromEntries(
+                Object.entries(item as Values).map(([field, v]) => [field, slotOf(v, [name, i, field])]),
+              ),
+        );
+  }
+  return slots;
+}
+
+const isSlot = (x: unknown) => typeof x === 'string' && x.startsWith(SLOT);
+
 function sourceOf(parameter: unknown): Source {
-  if (typeof parameter !== 'string' || !parameter.startsWith(SLOT)) return { constant: parameter };
-  return { path: JSON.parse(parameter.slice(SLOT.length)) as (string | number)[] };
+  // A list bound as one parameter (PostgreSQL's `= any($1)`) would bind its stand-ins: lists are for `in (...)`.
+  if (Array.isArray(parameter) && parameter.some(isSlot)) {
+    throw new Error('a query template bound a list of values as one parameter');
+  }
+  if (!isSlot(parameter)) return { constant: parameter };
+  return { path: JSON.parse((parameter as string).slice(SLOT.length)) as (string | number)[] };
 }
 
 /** The value at a path of the values (the run's own, where the template compiled with stand-ins). */
@@ -80,7 +104,7 @@ function compile<R>(query: Compilable<R>): Compiled {
   // A stand-in written into the text (sql.lit, or a value the builder looked at) would run as that text: a
   // programming error in the template, caught on its first run.
   if (compiled.sql.includes(SLOT)) throw new Error('a query template wrote a value into its SQL text');
-  return { sql: compiled.sql, sources: compiled.parameters.map(sourceOf) };
+  return { query: CompiledQuery.raw(compiled.sql), sources: compiled.parameters.map(sourceOf) };
 }
 
 /**
@@ -103,15 +127,15 @@ export function queryTemplate<V extends Values, R, S = undefined>(
     // A compiled query skips the plugins' transformQuery: a handle with plugins (a test's statement log) builds
     // the query with the values each time, as Kysely does.
     if (executor.plugins.length > 0) return db.executeQuery(build(db, values, shape as S));
-    const { slots, key: valuesKey } = slotsOf(values);
     // The adapter names the engine: each writes its own SQL (placeholders, quoting, returning).
-    const key = `${executor.adapter.constructor.name}|${JSON.stringify(shape)}|${valuesKey}`;
+    const key = `${executor.adapter.constructor.name}|${shape === undefined ? '' : JSON.stringify(shape)}|${keyOf(values)}`;
     let found = compiled.get(key);
     if (found === undefined) {
-      found = compile(build(db, slots as V, shape as S));
+      found = compile(build(db, slotsOf(values) as V, shape as S));
       if (compiled.size < MAX_SHAPES) compiled.set(key, found);
     }
     const parameters = found.sources.map((s) => ('constant' in s ? s.constant : valueAt(values, s.path)));
-    return db.executeQuery(CompiledQuery.raw(found.sql, parameters) as CompiledQuery<R>);
+    // No plugin transforms the result (checked above): the query's id may be shared by its runs.
+    return executor.executeQuery({ ...found.query, parameters } as CompiledQuery<R>);
   };
 }

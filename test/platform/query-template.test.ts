@@ -126,6 +126,13 @@ for (const dialect of testDialects()) {
         expression(handle.db, { name: sql`'alpha'` }),
         /value name is not a bindable value/,
       );
+      const oneParameter = queryTemplate((db, { keys }: { keys: string[] }) =>
+        db.selectFrom('tags').select('name').where('name_key', '=', sql<string>`any(${keys})`),
+      );
+      await assert.rejects(
+        oneParameter(handle.db, { keys: ['alpha'] }),
+        /bound a list of values as one parameter/,
+      );
     });
 
     it('builds the query each run on a handle with plugins, so they see it', async () => {
