@@ -1,30 +1,38 @@
-import { type Compilable, CompiledQuery, type QueryResult } from 'kysely';
+import { type Compilable, type CompiledQuery, createQueryId, type QueryResult } from 'kysely';
 import type { Db } from './database.ts';
 
-// A slot's stand-in value while its template compiles: text no caller sends (it starts with a NUL character).
-const SLOT = '\u0000slot:';
+// A value's stand-in while its template compiles starts with this (a NUL character: no caller sends it). Its capital
+// letter makes a stand-in changed by the builder (lower-cased, embedded in other text) recognisable as one that was.
+const SLOT = '\u0000Slot:';
+const CHANGED_SLOT = /slot:/i;
 
 /** Shapes one template keeps compiled; a further shape compiles on every run (rare shapes, never wrong). */
 export const MAX_SHAPES = 64;
 
+/** Statements with more parameters than this are not kept (a user's deletion adjusts the counts of all their tags). */
+export const MAX_KEPT_PARAMETERS = 500;
+
 type Values = Record<string, unknown>;
+type Path = (string | number)[];
 
 /** Where a compiled parameter comes from at run time: a value's path (name, array index, field), or a constant. */
-type Source = { path: (string | number)[] } | { constant: unknown };
+type Source = { path: Path } | { constant: unknown };
 
 interface Compiled {
-  /** The compiled text, parameters aside (Kysely's raw query of that text). */
+  /** Kysely's compiled query (its node keeps the statement's kind, which the drivers route by), parameters aside. */
   query: CompiledQuery<unknown>;
   sources: Source[];
 }
 
 /**
- * How a value keeps its place in the key: null and undefined as themselves, anything else as a stand-in. Only values
- * a statement binds: an expression or an object would run as a stand-in text.
+ * How a value keeps its place in the key. Null, undefined and booleans go to the builder as themselves and are keyed
+ * by value: Kysely may write them into the SQL (`is null`, a column left out, `is true`). Text, numbers and dates
+ * become stand-ins. Anything else (an expression, an object, a nested list) would run as a stand-in text: refused.
  */
 function mark(value: unknown, name: string): string {
   if (value === null) return 'n';
   if (value === undefined) return 'u';
+  if (typeof value === 'boolean') return value ? 't' : 'f';
   if (typeof value === 'object' && !(value instanceof Date)) {
     throw new Error(`a query template's value ${name} is not a bindable value`);
   }
@@ -33,25 +41,28 @@ function mark(value: unknown, name: string): string {
 
 /**
  * The key of the values' shape: everything of them that can change the text. An array keeps its length; an element
- * may be a row (an object of values: `values(rows)`), whose fields keep their names and order. Null and undefined
- * keep their place (Kysely writes them into the SQL: `is null`, a column left out). Run on every call: plain loops.
+ * may be a row (an object of values: `values(rows)`), whose fields keep their names and order. Run on every call:
+ * plain loops and one string.
  */
 function keyOf(values: Values): string {
   let key = '';
   for (const name in values) {
     const value = values[name];
     if (!Array.isArray(value)) {
-      key += `${name}${mark(value, name)};`;
+      key += `${JSON.stringify(name)}=${mark(value, name)};`;
       continue;
     }
-    key += `${name}[${value.length}:`;
+    key += `${JSON.stringify(name)}[${value.length}:`;
     for (const item of value) {
+      if (Array.isArray(item)) throw new Error(`a query template's value ${name} nests a list`);
       if (item === null || typeof item !== 'object' || item instanceof Date) {
         key += `${mark(item, name)},`;
         continue;
       }
       key += '{';
-      for (const field in item) key += `${field}${mark((item as Values)[field], `${name}.${field}`)},`;
+      for (const field in item) {
+        key += `${JSON.stringify(field)}=${mark((item as Values)[field], `${name}.${field}`)},`;
+      }
       key += '},';
     }
     key += '];';
@@ -59,64 +70,82 @@ function keyOf(values: Values): string {
   return key;
 }
 
-/** A stand-in for the value at `path` (null and undefined stay themselves). */
-function slotOf(value: unknown, path: (string | number)[]): unknown {
-  return value === null || value === undefined ? value : `${SLOT}${JSON.stringify(path)}`;
+/** A stand-in for the value at `path`; null, undefined and booleans stay themselves (keyOf keyed them). */
+function slotOf(value: unknown, path: Path, handedOut: Map<string, Path>): unknown {
+  if (value === null || value === undefined || typeof value === 'boolean') return value;
+  const slot = `${SLOT}${handedOut.size}`;
+  handedOut.set(slot, path);
+  return slot;
 }
 
-/** The stand-ins of some values (keyOf checked them), for the one build of their shape. */
-function slotsOf(values: Values): Values {
+/** The stand-ins of some values (keyOf checked them) for the one build of their shape, and where each stands. */
+function slotsOf(values: Values): { slots: Values; handedOut: Map<string, Path> } {
+  const handedOut = new Map<string, Path>();
   const slots: Values = {};
   for (const [name, value] of Object.entries(values)) {
     slots[name] = !Array.isArray(value)
-      ? slotOf(value, [name])
+      ? slotOf(value, [name], handedOut)
       : value.map((item, i) =>
           item === null || typeof item !== 'object' || item instanceof Date
-            ? slotOf(item, [name, i])
+            ? slotOf(item, [name, i], handedOut)
             : Object.fromEntries(
-                Object.entries(item as Values).map(([field, v]) => [field, slotOf(v, [name, i, field])]),
+                Object.entries(item as Values).map(([field, v]) => [
+                  field,
+                  slotOf(v, [name, i, field], handedOut),
+                ]),
               ),
         );
   }
-  return slots;
+  return { slots, handedOut };
 }
 
-const isSlot = (x: unknown) => typeof x === 'string' && x.startsWith(SLOT);
-
-function sourceOf(parameter: unknown): Source {
-  // A list bound as one parameter (PostgreSQL's `= any($1)`) would bind its stand-ins: lists are for `in (...)`.
-  if (Array.isArray(parameter) && parameter.some(isSlot)) {
+/**
+ * Where a compiled parameter comes from: the value its stand-in stands for, or a constant of the builder's own.
+ * A stand-in the builder changed (lower-cased, quoted, put in other text, used in arithmetic) would bind the same
+ * constant on every run: refused, like a list bound as one parameter (PostgreSQL's `= any($1)`).
+ */
+function sourceOf(parameter: unknown, handedOut: Map<string, Path>): Source {
+  if (typeof parameter === 'string') {
+    const path = handedOut.get(parameter);
+    if (path !== undefined) return { path };
+    if (CHANGED_SLOT.test(parameter)) throw new Error('a query template changed a value before binding it');
+  }
+  if (Array.isArray(parameter) && parameter.some((x) => typeof x === 'string' && CHANGED_SLOT.test(x))) {
     throw new Error('a query template bound a list of values as one parameter');
   }
-  if (!isSlot(parameter)) return { constant: parameter };
-  return { path: JSON.parse((parameter as string).slice(SLOT.length)) as (string | number)[] };
+  if (Number.isNaN(parameter)) throw new Error('a query template did arithmetic on a value');
+  return { constant: parameter };
 }
 
 /** The value at a path of the values (the run's own, where the template compiled with stand-ins). */
-function valueAt(values: Values, path: (string | number)[]): unknown {
+function valueAt(values: Values, path: Path): unknown {
   let value: unknown = values;
   for (const step of path) value = (value as Record<string | number, unknown>)[step];
   return value;
 }
 
-function compile<R>(query: Compilable<R>): Compiled {
+/** Compiles a build on stand-ins and maps its parameters back to the values. */
+function compile<R>(query: Compilable<R>, handedOut: Map<string, Path>): Compiled {
   const compiled = query.compile();
-  // A stand-in written into the text (sql.lit, or a value the builder looked at) would run as that text: a
-  // programming error in the template, caught on its first run.
-  if (compiled.sql.includes(SLOT)) throw new Error('a query template wrote a value into its SQL text');
-  return { query: CompiledQuery.raw(compiled.sql), sources: compiled.parameters.map(sourceOf) };
+  // A stand-in written into the text (sql.lit) would run as that text, whatever the values.
+  if (CHANGED_SLOT.test(compiled.sql)) throw new Error('a query template wrote a value into its SQL text');
+  return {
+    query: compiled as CompiledQuery<unknown>,
+    sources: compiled.parameters.map((p) => sourceOf(p, handedOut)),
+  };
 }
 
 /**
  * A statement that Kysely builds and compiles once per engine and shape, then runs with each call's values bound in
  * its parameters. On a post's write path the builder chains and their compilation cost the main thread about as
- * much as SQLite's own work for the same statements (docs/benchmarks.md, twenty-sixth session).
+ * much as SQLite's own work for the same statements (docs/decisions.md, twenty-sixth session).
  *
- * `values` are what a statement binds: text, numbers, booleans, dates, and arrays of them or of rows of them.
- * `build` receives stand-ins for them and must only place them in the query as values: never look at them, nor
- * write them into the text with `sql.lit` (which throws). Null and undefined are handed over as themselves, arrays
- * keep their length and rows their fields, all part of the cache key, so `build` may test for those. Whatever else changes the text is `shape` (flags, literals;
- * its JSON is part of the key too).
+ * `values` are what a statement binds: text, numbers, dates, booleans, and arrays of them or of rows of them.
+ * `build` receives stand-ins for text, numbers and dates, and must only place them in the query as values: a
+ * stand-in written into the text (`sql.lit`), changed (lower-cased, quoted, added to) or bound as a list throws on
+ * the shape's first run. What `build` may look at are the values keyed by themselves: null, undefined, booleans, the
+ * length of a list and the fields of a row. Comparisons of other values cannot be detected: whatever else changes
+ * the text is `shape` (flags, literals; its JSON is part of the key).
  */
 export function queryTemplate<V extends Values, R, S = undefined>(
   build: (db: Db, values: V, shape: S) => Compilable<R>,
@@ -131,11 +160,16 @@ export function queryTemplate<V extends Values, R, S = undefined>(
     const key = `${executor.adapter.constructor.name}|${shape === undefined ? '' : JSON.stringify(shape)}|${keyOf(values)}`;
     let found = compiled.get(key);
     if (found === undefined) {
-      found = compile(build(db, slotsOf(values) as V, shape as S));
-      if (compiled.size < MAX_SHAPES) compiled.set(key, found);
+      const { slots, handedOut } = slotsOf(values);
+      found = compile(build(db, slots as V, shape as S), handedOut);
+      if (compiled.size < MAX_SHAPES && found.sources.length <= MAX_KEPT_PARAMETERS) compiled.set(key, found);
     }
     const parameters = found.sources.map((s) => ('constant' in s ? s.constant : valueAt(values, s.path)));
-    // No plugin transforms the result (checked above): the query's id may be shared by its runs.
-    return executor.executeQuery({ ...found.query, parameters } as CompiledQuery<R>);
+    // Each run its own id, as each build would have: a driver may tell runs apart by it.
+    return executor.executeQuery({
+      ...found.query,
+      parameters,
+      queryId: createQueryId(),
+    } as CompiledQuery<R>);
   };
 }

@@ -111,6 +111,55 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await names(['zeta']), []);
     });
 
+    it('builds once per shape: flags, nulls and booleans keyed, every other value bound', async () => {
+      let builds = 0;
+      const find = queryTemplate(
+        (db, v: { key: string | null; since: string; standalone: boolean }, order: 'asc' | 'desc') => {
+          builds++;
+          return db
+            .selectFrom('tags')
+            .select('name')
+            .where('name_key', 'in', [v.key ?? 'alpha', 'beta'])
+            .where('created_at', '>=', v.since)
+            .where(sql<boolean>`(standalone = 1) = ${v.standalone}`)
+            .orderBy('name', order);
+        },
+      );
+      const past = '2020-01-01T00:00:00.000Z';
+      const run = async (key: string | null, order: 'asc' | 'desc', since = past) =>
+        (await find(handle.db, { key, since, standalone: false }, order)).rows.map((r) => r.name);
+      assert.deepEqual(await run('gamma', 'asc'), ['beta', 'gamma']);
+      assert.deepEqual(await run('delta', 'asc'), ['beta', 'delta']);
+      assert.equal(builds, 1, 'a second value of one shape runs the compiled statement');
+      assert.deepEqual(await run(null, 'asc'), ['alpha', 'beta']);
+      assert.deepEqual(await run('gamma', 'desc'), ['gamma', 'beta']);
+      assert.deepEqual(await run(null, 'desc'), ['beta', 'alpha']);
+      assert.equal(builds, 4, 'a null and each flag are shapes of their own');
+      assert.deepEqual(await run('gamma', 'desc', '2030-01-01T00:00:00.000Z'), []);
+      assert.equal(builds, 4, 'a time is a value');
+      const flagged = await find(handle.db, { key: 'gamma', since: past, standalone: true }, 'asc');
+      assert.deepEqual(flagged.rows, [], 'no tag of these was made standalone');
+      assert.equal(builds, 5, 'a boolean is keyed by its value');
+    });
+
+    it('refuses a value changed before it is bound', async () => {
+      const lowered = queryTemplate((db, { name }: { name: string }) =>
+        db.selectFrom('tags').select('name').where('name_key', '=', name.toLowerCase()),
+      );
+      await assert.rejects(lowered(handle.db, { name: 'ALPHA' }), /changed a value before binding it/);
+      const pattern = queryTemplate((db, { name }: { name: string }) =>
+        db.selectFrom('tags').select('name').where('name_key', 'like', `%${name}%`),
+      );
+      await assert.rejects(pattern(handle.db, { name: 'lph' }), /changed a value before binding it/);
+      const sum = queryTemplate((db, { n }: { n: number }) =>
+        db
+          .selectFrom('tags')
+          .select('name')
+          .where('associations_count', '=', n * 2),
+      );
+      await assert.rejects(sum(handle.db, { n: 1 }), /did arithmetic on a value/);
+    });
+
     it('refuses a value written into the SQL text, and a value no statement binds', async () => {
       const literal = queryTemplate((db, { name }: { name: string }) =>
         db.selectFrom('tags').select('name').where('name_key', '=', sql.lit(name)),

@@ -103,6 +103,8 @@ export async function insertGrantRecord(
   cap: number | null,
   onlyPastCap = false,
 ): Promise<number | undefined> {
+  // Checked before it keys a compiled statement: JSON writes a cap that is not a number as null, no cap.
+  if (cap !== null) capLiteral(cap);
   const [row] = (await insertGrantQuery(db, { ...record, since }, { cap, onlyPastCap })).rows;
   return row === undefined ? undefined : Number(row.points);
 }
