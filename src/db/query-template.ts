@@ -39,6 +39,11 @@ function mark(value: unknown, name: string): string {
   return '';
 }
 
+/** Whether a list's element is a row (an object of values: `values(rows)`) rather than one value. */
+function isRow(item: unknown): item is Values {
+  return item !== null && typeof item === 'object' && !(item instanceof Date);
+}
+
 /**
  * The key of the values' shape: everything of them that can change the text. An array keeps its length; an element
  * may be a row (an object of values: `values(rows)`), whose fields keep their names and order. Run on every call:
@@ -55,14 +60,12 @@ function keyOf(values: Values): string {
     key += `${JSON.stringify(name)}[${value.length}:`;
     for (const item of value) {
       if (Array.isArray(item)) throw new Error(`a query template's value ${name} nests a list`);
-      if (item === null || typeof item !== 'object' || item instanceof Date) {
+      if (!isRow(item)) {
         key += `${mark(item, name)},`;
         continue;
       }
       key += '{';
-      for (const field in item) {
-        key += `${JSON.stringify(field)}=${mark((item as Values)[field], `${name}.${field}`)},`;
-      }
+      for (const field in item) key += `${JSON.stringify(field)}=${mark(item[field], `${name}.${field}`)},`;
       key += '},';
     }
     key += '];';
@@ -86,14 +89,11 @@ function slotsOf(values: Values): { slots: Values; handedOut: Map<string, Path> 
     slots[name] = !Array.isArray(value)
       ? slotOf(value, [name], handedOut)
       : value.map((item, i) =>
-          item === null || typeof item !== 'object' || item instanceof Date
-            ? slotOf(item, [name, i], handedOut)
-            : Object.fromEntries(
-                Object.entries(item as Values).map(([field, v]) => [
-                  field,
-                  slotOf(v, [name, i, field], handedOut),
-                ]),
-              ),
+          isRow(item)
+            ? Object.fromEntries(
+                Object.entries(item).map(([field, v]) => [field, slotOf(v, [name, i, field], handedOut)]),
+              )
+            : slotOf(item, [name, i], handedOut),
         );
   }
   return { slots, handedOut };
