@@ -35,6 +35,12 @@ describe('recentIndexCheaper', () => {
   it('a word in one document of ten: its walk stops after 10,000 rows, the index holds 6,000 entries', () => {
     assert.equal(recentIndexCheaper({ ...seeded, newest: 199 }), false);
   });
+  it('fitted on the seeded world, an index a window and a quarter deep: `it` (163 of 2,000) walked, `they` (64) read', () => {
+    const fresh = { ...seeded, indexIds: 37_500 };
+    assert.equal(recentIndexCheaper({ ...fresh, newest: 163 }), false);
+    assert.equal(recentIndexCheaper({ ...fresh, newest: 96 }), false);
+    assert.equal(recentIndexCheaper({ ...fresh, newest: 64 }), true);
+  });
   it('an index never moved up (over the whole world, 1.4 million ids) costs more than the walk', () => {
     assert.equal(recentIndexCheaper({ ...seeded, indexIds: 1_400_000, newest: 36 }), false);
   });

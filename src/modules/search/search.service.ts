@@ -84,12 +84,16 @@ export function kindIndexCheaper(d: {
   return entries * GIN_ENTRY_US < walked * WALK_ROW_US;
 }
 /**
- * An entry of the index of recent documents, read with its row and checked, costs about as much as this many rows
- * walked in id order: `love` read 1,278 entries in 1.3 ms, where the walk of the window's 30,000 rows took 9.4 ms
- * (PostgreSQL 15, the seeded world, each statement 300 times by pgbench, its planning left out), about 3.3 rows an
- * entry; rounded up, as the density it is multiplied by counts only the matches the caller may see.
+ * An entry of the index of recent documents, as estimated from the density in the caller's scope, costs about as much
+ * as this many rows walked in id order. The index also holds the documents the caller may not see and every word the
+ * last word starts, so a word has more entries than the estimate (`it:*`: 4,640 against 3,056), and the index's read
+ * keeps every match of the window and sorts them, where the walk stops at its limit. Fitted on 16 words of the seeded
+ * world (`explain analyze`, 7 runs each, the guest's statements): the walk cost less from `was` (96 of the newest
+ * 2,000 match: 5.0 against 7.4 ms) up, the index up to `they` (64: 5.1 against 8.2 ms); 12 puts the change at 94. The
+ * first value, 4, came from `love` alone (1,278 entries in 1.3 ms against 9.4 ms walked) and sent `it`, `he`, `on`,
+ * `that`, `you` and `for` through the index at twice their walk's cost (8.4-9.5 ms against 3.6-5.2).
  */
-const RECENT_ENTRY_ROWS = 4;
+const RECENT_ENTRY_ROWS = 12;
 
 /**
  * PostgreSQL, one word the recent window is walked for (dense enough among its newest documents): whether reading its
