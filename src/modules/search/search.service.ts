@@ -89,9 +89,9 @@ export function kindIndexCheaper(d: {
  * last word starts, so a word has more entries than the estimate (`it:*`: 4,640 against 3,056), and the index's read
  * keeps every match of the window and sorts them, where the walk stops at its limit. Fitted on 16 words of the seeded
  * world (`explain analyze`, 7 runs each, the guest's statements): the walk cost less from `was` (96 of the newest
- * 2,000 match: 5.0 against 7.4 ms) up, the index up to `they` (64: 5.1 against 8.2 ms); 12 puts the change at 94. The
- * first value, 4, came from `love` alone (1,278 entries in 1.3 ms against 9.4 ms walked) and sent `it`, `he`, `on`,
- * `that`, `you` and `for` through the index at twice their walk's cost (8.4-9.5 ms against 3.6-5.2).
+ * 2,000 match: 5.0 against 7.4 ms) up, the index up to `they` (64: 5.1 against 8.2 ms), `are` (86) about even. 12
+ * puts the change at 94 for a freshly moved index (37,500 ids), about 70 as it grows toward 67,500. A weight fitted
+ * on `love` alone (4) sent `it`, `he` or `on` through the index at twice their walk's cost.
  */
 const RECENT_ENTRY_ROWS = 12;
 
