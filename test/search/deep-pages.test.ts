@@ -183,6 +183,43 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('PostgreSQL: a deep walk weighs the newest matches with ranges spread below them', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      // The newest documents all match, where the older ones match one in two or less: from the newest alone the
+      // range expected to hold the page's matches is short, and the walk would need a second query. With the spread
+      // ranges in the sample the first range is longer; the pages are the same slices of one order either way.
+      for (let i = 0; i < 10; i++)
+        await call(t, 'POST', '/posts', w.owner.token, { body: `kiwi burst ${i}` });
+      const { first, last } = await docIdRange(t.ctx.db, 'postgres', DOC_KINDS);
+      const split = () =>
+        deepWalkSplit(
+          t.ctx.db,
+          'postgres',
+          { terms: ['kiwi'] },
+          { kinds: DOC_KINDS, viewer: null },
+          { first, top: last },
+          40,
+        );
+      const standardDeep = { ...deepWalkTuning };
+      try {
+        Object.assign(deepWalkTuning, { densitySample: 10, spreadRanges: 0 });
+        const newestOnly = await split();
+        Object.assign(deepWalkTuning, { densitySample: 10, spreadRanges: 4, spreadRangeIds: 5 });
+        const blended = await split();
+        assert.ok(newestOnly && blended, JSON.stringify({ newestOnly, blended }));
+        assert.ok(
+          blended.walkAbove < newestOnly.walkAbove,
+          JSON.stringify({ newestOnly, blended, first, last }),
+        );
+        const whole = await readAll('/search?query=kiwi', t.guest, 100, true);
+        assert.ok(whole.length > 40, `${whole.length} items`);
+        assert.deepEqual(await readAll('/search?query=kiwi', t.guest, 7, true), whole);
+      } finally {
+        Object.assign(deepWalkTuning, standardDeep);
+      }
+    });
+
     it('a block of new documents without the words leaves every deep page as it was', async () => {
       // Last: the block changes the newest documents for the tests above. With a density sample of the newest 10 ids
       // only, PostgreSQL finds no match there and estimates the density from ranges spread below the block

@@ -682,7 +682,7 @@ function olderStep(walk: IdWalk, lowest: number, found: number): number | undefi
 
 /**
  * The samples that estimate a query's density for a deep walk (PostgreSQL): the newest `densitySample` ids of the
- * searched kinds and, when those hold no match, `spreadRanges` ranges of `spreadRangeIds` ids spread below them.
+ * searched kinds and `spreadRanges` ranges of `spreadRangeIds` ids spread below them.
  */
 export const deepWalkTuning = { densitySample: 2000, spreadRanges: 4, spreadRangeIds: 500 };
 /**
@@ -702,8 +702,8 @@ const DEEP_WALK_IDS = 150_000;
 
 /**
  * Where a PostgreSQL deep walk that needs the `need` newest matches in scope should split (docs/search.md, "Deep
- * pages"): the matches in scope among the newest ids (deepWalkTuning) give their density, and the range expected to hold
- * DEEP_MARGIN times `need` matches is asked first, in id order when short enough (a common word), else through GIN
+ * pages"): the matches in scope among the newest ids and in ranges spread below them (deepWalkTuning) give their
+ * density, and the range expected to hold DEEP_MARGIN times `need` matches is asked first, in id order when short enough (a common word), else through GIN
  * bounded to that range, so neither reads every match of the index. A split that falls short only costs a second
  * query (the older ids, as without it); undefined (SQLite, or no match in any sample, or too few ids to spread
  * samples over) keeps the usual split.
@@ -732,23 +732,26 @@ export async function deepWalkSplit(
       { ...scope, kinds },
       { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true },
     )}) s)`;
-  // None among the newest ids: a block of new documents without the words (one author's burst) says nothing of the
-  // rest of the index, where an unbounded walk would read every match through GIN. Ranges spread below the sample
-  // then give the density, as for the ranking (countNewestAndSpread; docs/search.md, "Deep pages"), asked in the
-  // same statement (a CASE runs its subqueries only when chosen).
+  // The walk reaches far below the newest ids (hundreds of thousands for a three-letter prefix), so ranges spread
+  // below them join the sample, asked in the same statement: the newest alone are one kind in a seeded world (5,000
+  // media), whose density put twice the needed matches in the first range (docs/search.md, "Deep pages"). None among
+  // the newest ids: a block of new documents without the words (one author's burst) says nothing of the rest of the
+  // index, where an unbounded walk would read every match through GIN; the spread ranges alone then give the density,
+  // as for the ranking (countNewestAndSpread).
   const below = top - densitySample;
   const ranges = spreadIdRanges(range.first, below, spreadRanges, spreadRangeIds).map((r) =>
     inScope(r.afterId, r.toId),
   );
   const spreadSum = ranges.length === 0 ? sql`null::bigint` : sql.join(ranges, sql` + `);
   const r = await sql<{ newest: number | string; spread: number | string | null }>`
-    select n.v as newest, case when n.v = 0 then ${spreadSum} end as spread
+    select n.v as newest, ${spreadSum} as spread
     from (select ${inScope(below, top)} as v offset 0) n`.execute(db);
   const newest = Number(r.rows[0]?.newest ?? 0);
   const spread = Number(r.rows[0]?.spread ?? 0);
-  // From the spread ranges, the split is measured below the sample, which is known to hold none.
+  const spreadIds = ranges.length * spreadRangeIds;
+  // From the spread ranges alone, the split is measured below the sample, which is known to hold none.
   const [found, sampled, anchor] =
-    newest > 0 ? [newest, densitySample, top] : [spread, ranges.length * spreadRangeIds, below];
+    newest > 0 ? [newest + spread, densitySample + spreadIds, top] : [spread, spreadIds, below];
   if (found === 0) return undefined;
   const ids = Math.ceil((DEEP_MARGIN * need * sampled) / found);
   return {
