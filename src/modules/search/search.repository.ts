@@ -703,10 +703,10 @@ const DEEP_WALK_IDS = 150_000;
 /**
  * Where a PostgreSQL deep walk that needs the `need` newest matches in scope should split (docs/search.md, "Deep
  * pages"): the matches in scope among the newest ids and in ranges spread below them (deepWalkTuning) give their
- * density, and the range expected to hold DEEP_MARGIN times `need` matches is asked first, in id order when short enough (a common word), else through GIN
- * bounded to that range, so neither reads every match of the index. A split that falls short only costs a second
- * query (the older ids, as without it); undefined (SQLite, or no match in any sample, or too few ids to spread
- * samples over) keeps the usual split.
+ * density, and the range expected to hold DEEP_MARGIN times `need` matches is asked first, in id order when short
+ * enough (a common word), else through GIN bounded to that range, so neither reads every match of the index. A split
+ * that falls short only costs a second query (the older ids, as without it); undefined (SQLite, or no match in any
+ * sample, or too few ids to spread samples over) keeps the usual split.
  */
 export async function deepWalkSplit(
   db: Db,
@@ -734,10 +734,10 @@ export async function deepWalkSplit(
     )}) s)`;
   // The walk reaches far below the newest ids (hundreds of thousands for a three-letter prefix), so ranges spread
   // below them join the sample, asked in the same statement: the newest alone are one kind in a seeded world (5,000
-  // media), whose density put twice the needed matches in the first range (docs/search.md, "Deep pages"). None among
-  // the newest ids: a block of new documents without the words (one author's burst) says nothing of the rest of the
-  // index, where an unbounded walk would read every match through GIN; the spread ranges alone then give the density,
-  // as for the ranking (countNewestAndSpread).
+  // media), whose density put up to 2.15 times the needed matches in the first range (docs/search.md, "Deep
+  // pages"). None among the newest ids: a block of new documents without the words (one author's burst) says nothing
+  // of the rest of the index, where an unbounded walk would read every match through GIN; the spread ranges alone
+  // then give the density, as for the ranking (countNewestAndSpread).
   const below = top - densitySample;
   const ranges = spreadIdRanges(range.first, below, spreadRanges, spreadRangeIds).map((r) =>
     inScope(r.afterId, r.toId),
