@@ -13,6 +13,7 @@ import {
 import type { CheckpointResponse } from './checkpoint-worker.ts';
 import type { NodeSqliteDatabase } from './sqlite-driver.ts';
 import { DurableAcks, type DurableWaiter, type SyncWal, walFileSync } from './wal-sync.ts';
+import { releaseHeapFlagsForWorkers } from './worker-heap.ts';
 
 /** Runs one compiled query on a connection the way Kysely's own SQLite driver does. */
 function runCompiled<R>(database: SqliteDatabase, query: CompiledQuery): QueryResult<R> {
@@ -143,6 +144,7 @@ class Checkpointer {
   }
 
   #spawn(): Worker {
+    releaseHeapFlagsForWorkers();
     const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), {
       workerData: { path: this.#path },
       // Its own V8 isolate, which only ever runs one PRAGMA: the smallest heap limits (docs/deployment.md, "Memory").

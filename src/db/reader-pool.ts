@@ -14,6 +14,7 @@ import {
   SqliteQueryCompiler,
 } from 'kysely';
 import type { ReaderRequest, ReaderResponse } from './reader-worker.ts';
+import { releaseHeapFlagsForWorkers } from './worker-heap.ts';
 
 /** Options of a pool of read-only SQLite connections, each on its own thread. */
 export interface ReaderPoolOptions {
@@ -107,6 +108,7 @@ export class ReaderPool {
   // Workers start on first use, so an app that never reads through the pool costs no threads.
   #spawn(): Reader | undefined {
     if (this.#readers.length >= this.#options.size) return undefined;
+    releaseHeapFlagsForWorkers();
     const worker = new Worker(new URL('./reader-worker.ts', import.meta.url), {
       workerData: {
         path: this.#options.path,

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify from 'fastify';
@@ -7,6 +8,7 @@ import type { Database } from '../../src/db/database.ts';
 import { ReaderPool, ReaderPoolDialect } from '../../src/db/reader-pool.ts';
 import { installErrorHandler } from '../../src/http/error-handler.ts';
 import { body, startTestApp, type TestApp, testDialects, watchEventLoopStalls } from '../helper.ts';
+import { hugeReadApp } from './huge-read.ts';
 
 // A SELECT that takes a few hundred milliseconds of pure CPU in SQLite.
 const SLOW_SELECT = sql<{ n: number }>`
@@ -146,19 +148,8 @@ for (const dialect of testDialects()) {
     it("answers 503 when a read outgrows its thread's heap, and keeps serving", {
       skip: dialect.name !== 'sqlite',
     }, async () => {
-      const path = t.url.slice('sqlite:'.length);
-      const pool = new ReaderPool({ path, size: 1, heapMb: 16 });
-      const readDb = new Kysely<Database>({ dialect: new ReaderPoolDialect(pool) });
-      const app = Fastify({ logger: false });
-      installErrorHandler(app);
       // A million rows of 200 characters each: hundreds of MB as JavaScript objects.
-      app.get('/huge', async () => {
-        const r = await sql<{ x: number }>`
-          with recursive c(x) as (select 1 union all select x + 1 from c where x < 1000000)
-          select x, hex(zeroblob(100)) as s from c`.execute(readDb);
-        return { rows: r.rows.length };
-      });
-      app.get('/small', async () => (await sql<{ n: number }>`select 1 as n`.execute(readDb)).rows);
+      const app = hugeReadApp(t.url.slice('sqlite:'.length), 16, 1_000_000);
       try {
         const huge = await app.inject({ method: 'GET', url: '/huge' });
         assert.equal(huge.statusCode, 503, huge.body);
@@ -168,8 +159,26 @@ for (const dialect of testDialects()) {
         assert.deepEqual(JSON.parse(small.body), [{ n: 1 }]);
       } finally {
         await app.close();
-        await readDb.destroy();
       }
+    });
+
+    it("keeps a reader's heap limit when the process runs with the API's own heap flags", {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      // src/server.ts starts the API with --max-old-space-size and --max-semi-space-size; V8 applies those to every
+      // isolate, so without releasing them a reader would take 150,000 rows (tens of MB) into a 512 MB heap.
+      const out = execFileSync(
+        process.execPath,
+        [
+          '--max-old-space-size=512',
+          '--max-semi-space-size=32',
+          'test/platform/huge-read.ts',
+          t.url.slice('sqlite:'.length),
+        ],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      const result = JSON.parse(out.trim().split('\n').at(-1) as string);
+      assert.deepEqual(result, { huge: 503, small: 200, smallBody: '[{"n":1}]' });
     });
 
     it('keeps the event loop free while a slow read runs on the pool', {

@@ -1,0 +1,36 @@
+// A Fastify app whose /huge read returns more rows than a small reader heap holds, through a ReaderPool of its own.
+// Run as a script (`node [V8 heap flags] test/platform/huge-read.ts DB_PATH`) it prints the statuses of /huge and
+// then /small as JSON: V8's heap flags are process-wide, so a test that gives them needs a process of its own.
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Kysely, sql } from 'kysely';
+import type { Database } from '../../src/db/database.ts';
+import { ReaderPool, ReaderPoolDialect } from '../../src/db/reader-pool.ts';
+import { installErrorHandler } from '../../src/http/error-handler.ts';
+
+/** The app and its reader pool (one thread of `heapMb`); /huge reads `rows` rows of 200 characters. */
+export function hugeReadApp(path: string, heapMb: number, rows: number): FastifyInstance {
+  const pool = new ReaderPool({ path, size: 1, heapMb });
+  const readDb = new Kysely<Database>({ dialect: new ReaderPoolDialect(pool) });
+  const app = Fastify({ logger: false });
+  installErrorHandler(app);
+  app.get('/huge', async () => {
+    const r = await sql<{ x: number }>`
+      with recursive c(x) as (select 1 union all select x + 1 from c where x < ${rows})
+      select x, hex(zeroblob(100)) as s from c`.execute(readDb);
+    return { rows: r.rows.length };
+  });
+  app.get('/small', async () => (await sql<{ n: number }>`select 1 as n`.execute(readDb)).rows);
+  app.addHook('onClose', async () => readDb.destroy());
+  return app;
+}
+
+if (import.meta.main) {
+  const app = hugeReadApp(process.argv[2] as string, 16, 150_000);
+  try {
+    const huge = await app.inject({ method: 'GET', url: '/huge' });
+    const small = await app.inject({ method: 'GET', url: '/small' });
+    console.log(JSON.stringify({ huge: huge.statusCode, small: small.statusCode, smallBody: small.body }));
+  } finally {
+    await app.close();
+  }
+}
