@@ -83,7 +83,9 @@ for (const dialect of testDialects()) {
       );
     });
 
-    it('merges each FTS5 table into one segment, so no deleted post leaves a marker behind (SQLite)', async (ctx) => {
+    // The state a compaction leaves, not the change from merging within levels: on an index this small those merges
+    // reach one segment too (the levels that stay apart need a large index's sizes; docs/decisions.md).
+    it('leaves each FTS5 table in one segment, and every answer as it was (SQLite)', async (ctx) => {
       if (dialect.name !== 'sqlite') return ctx.skip('PostgreSQL has no FTS5 tables');
       // A large segment (documents added in one statement), then small ones on top of it from single writes and
       // deletes: FTS5 keeps them on different levels.

@@ -1346,10 +1346,11 @@ async function withoutStatementTimeout(conn: Db, work: () => Promise<void>): Pro
  * each FTS5 table's segments step by step into one until no step finds work (FTS5 reports work as two or more
  * changes counted on the connection) or MAX_MERGE_STEPS: the first step (a negative `merge`) puts every segment on
  * one level and starts merging it, the next ones continue that merge (`usermerge` 2 then lets a step merge any two
- * segments of a level, such as those the API's commits add meanwhile). PostgreSQL:
- * moves the index of recent documents up (refreshRecentIndex, by `recentSpan` ids), then vacuums and analyzes the
- * index tables with their indexes' dead entries (vacuumWithIndexes), which also empties the GIN pending list.
- * Returns the merge steps taken (0 on PostgreSQL).
+ * segments of a level). Segments the API commits meanwhile stay beside the merged one (merged with each other, two
+ * of a level at a time), their deletion markers until the next compaction. PostgreSQL: moves the index of recent
+ * documents up (refreshRecentIndex, by `recentSpan` ids), then vacuums and analyzes the index tables with their
+ * indexes' dead entries (vacuumWithIndexes), which also empties the GIN pending list. Returns the merge steps
+ * taken (0 on PostgreSQL).
  */
 export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number): Promise<number> {
   if (dialect === 'postgres') {
