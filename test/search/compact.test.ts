@@ -88,7 +88,7 @@ for (const dialect of testDialects()) {
     it('leaves each FTS5 table in one segment, and every answer as it was (SQLite)', async (ctx) => {
       if (dialect.name !== 'sqlite') return ctx.skip('PostgreSQL has no FTS5 tables');
       // A large segment (documents added in one statement), then small ones on top of it from single writes and
-      // deletes: FTS5 keeps them on different levels.
+      // deletes, some of them holding deletion markers.
       await sql`with recursive g(i) as (select 1 union all select i + 1 from g where i < 3000)
         insert into search_docs (kind, uuid, visibility, body, created_at, updated_at)
         select 'post', lower(hex(randomblob(16))), 'public', 'filler line ' || i, '2026-01-01T00:00:00.000Z',
