@@ -316,6 +316,8 @@ export class GroupCommitter {
       if (!this.#group) {
         // BEGIN IMMEDIATE: wait for another process's write lock instead of failing on upgrade.
         await this.#beginImmediate();
+        // The group's documents are indexed once, before its COMMIT, not one FTS5 segment per member.
+        this.#writer.deferSearchIndex();
         const group: Group = { members: [], openedAt: performance.now() };
         this.#group = group;
         setImmediate(() => this.#commitAtEndOfTurn(group));
@@ -446,6 +448,7 @@ export class GroupCommitter {
     }
     this.#group = undefined;
     try {
+      this.#writer.flushSearchIndex();
       this.#writer.raw.exec('COMMIT');
     } catch (err) {
       this.#abandon();
@@ -475,6 +478,7 @@ export class GroupCommitter {
 
   /** Rolls back what is left of the outer transaction, if SQLite has not done so already. */
   #abandon(): void {
+    this.#writer.dropDeferredSearch();
     if (!this.#writer.raw.isTransaction) return;
     try {
       this.#writer.raw.exec('ROLLBACK');

@@ -26,6 +26,7 @@ import { tagCountsOneRowAtATimeMigration } from './migrations/0022-tag-counts-on
 import { karmaRuleMigration } from './migrations/0023-karma-rule.ts';
 import { searchRecentIndexMigration } from './migrations/0024-search-recent-index.ts';
 import { searchWordsMigration } from './migrations/0025-search-words.ts';
+import { searchDeferredIndexMigration } from './migrations/0026-search-deferred-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -55,6 +56,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0023-karma-rule': karmaRuleMigration(dialect),
     '0024-search-recent-index': searchRecentIndexMigration(dialect),
     '0025-search-words': searchWordsMigration(dialect),
+    '0026-search-deferred-index': searchDeferredIndexMigration(dialect),
   };
 }
 

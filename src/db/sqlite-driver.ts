@@ -18,6 +18,7 @@ import {
   GroupCommitter,
 } from './group-commit.ts';
 import { foldForIndex } from './search-fold.ts';
+import { FLUSH_PENDING_SEARCH_DOCS } from './search-pending.ts';
 
 /** Options of the embedded database connection. */
 export interface SqliteOptions {
@@ -81,6 +82,10 @@ export class NodeSqliteDatabase implements SqliteDatabase {
   readonly #cache = new Map<string, CachedStatement>();
   #dataVersion: StatementSync | undefined;
   #authVersion: StatementSync | undefined;
+  /** While set, the search triggers note new documents in search_pending instead of indexing them. */
+  #deferSearch = false;
+  /** Whether a trigger noted a document since deferring began: the flush has work. */
+  #searchNoted = false;
 
   constructor(options: SqliteOptions) {
     this.path = options.path === ':memory:' ? undefined : options.path;
@@ -95,6 +100,35 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     this.raw.function('search_fold', { deterministic: true }, (t) =>
       foldForIndex(t === null ? null : String(t)),
     );
+    // Asked by the search triggers once per document written (migration 0026).
+    this.raw.function('search_defer', { deterministic: false }, () => {
+      if (!this.#deferSearch) return 0;
+      this.#searchNoted = true;
+      return 1;
+    });
+  }
+
+  /**
+   * From now until flushSearchIndex or dropDeferredSearch, new and changed search documents wait in search_pending
+   * to be indexed together (search-pending.ts). Only for a transaction that ends with one of those two.
+   */
+  deferSearchIndex(): void {
+    this.#deferSearch = true;
+    this.#searchNoted = false;
+  }
+
+  /** Indexes the documents noted since deferSearchIndex, inside the open transaction, and stops deferring. */
+  flushSearchIndex(): void {
+    this.#deferSearch = false;
+    if (!this.#searchNoted) return;
+    this.#searchNoted = false;
+    for (const statement of FLUSH_PENDING_SEARCH_DOCS) this.prepare(statement).run([]);
+  }
+
+  /** Stops deferring without indexing: the transaction is rolled back, and its notes with it. */
+  dropDeferredSearch(): void {
+    this.#deferSearch = false;
+    this.#searchNoted = false;
   }
 
   prepare(sql: string): SqliteStatement {

@@ -3,6 +3,7 @@ import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, PG_STEMMERS, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
+import { FLUSH_PENDING_SEARCH_DOCS } from '../../db/search-pending.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { tagVisibleTo } from '../tag-association/tag-association.repository.ts';
 import { type FtsKinds, ftsMatch, isPrefixTerm, LONGEST_PREFIX_INDEX, partyToken } from './search.query.ts';
@@ -1434,6 +1435,8 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
     )
     .execute(db);
   if (dialect === 'sqlite') {
+    // On a group-committed connection the documents above only wait to be indexed: index them before optimizing.
+    for (const statement of FLUSH_PENDING_SEARCH_DOCS) await sql.raw(statement).execute(db);
     await sql.raw(`insert into search_fts(search_fts) values ('optimize')`).execute(db);
     await sql.raw(`insert into search_fts_en(search_fts_en) values ('optimize')`).execute(db);
   }

@@ -1,0 +1,55 @@
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from '../database.ts';
+import { ftsValues, SEARCH_FTS_TABLES } from '../search-pending.ts';
+
+/**
+ * SQLite: new documents may wait in `search_pending` to be indexed when their transaction commits (search-pending.ts;
+ * docs/search.md, "Indexing at group commit"). FTS5 wrote each post of a group commit to a segment of its own: a
+ * later statement of the transaction that opens a statement journal makes it write the terms it holds. The triggers
+ * now note a new or changed document instead of indexing it when the connection says so (`search_defer()`, true on
+ * the group-committed write connection while a group is open); elsewhere they index at once, as before. A document
+ * deleted or changed while noted was never indexed: nothing is removed from the index for it. PostgreSQL indexes a
+ * row's tsvector in the row itself.
+ */
+export function searchDeferredIndexMigration(dialect: Dialect) {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      if (dialect !== 'sqlite') return;
+      // As migration 0020: in one transaction, so a rerun never finds the triggers gone.
+      const run = async (trx: Kysely<unknown>) => {
+        for (const statement of sqliteStatements()) await sql.raw(statement).execute(trx);
+      };
+      if (db.isTransaction) await run(db);
+      else await db.transaction().execute(run);
+    },
+  };
+}
+
+function sqliteStatements(): string[] {
+  const noted = (row: string) => `EXISTS (SELECT 1 FROM search_pending WHERE id = ${row}.id)`;
+  const note = `INSERT OR IGNORE INTO search_pending(id) SELECT new.id WHERE search_defer();`;
+  const insert = (row: string) =>
+    SEARCH_FTS_TABLES.map(
+      (table) =>
+        `INSERT INTO ${table}(rowid, kind, title, body) SELECT ${ftsValues(row)} WHERE NOT ${noted(row)};`,
+    ).join(' ');
+  const remove = (row: string) =>
+    SEARCH_FTS_TABLES.map(
+      (table) =>
+        `INSERT INTO ${table}(${table}, rowid, kind, title, body) SELECT 'delete', ${ftsValues(row)} WHERE NOT ${noted(row)};`,
+    ).join(' ');
+  return [
+    'CREATE TABLE search_pending (id INTEGER PRIMARY KEY)',
+    'DROP TRIGGER search_docs_ai',
+    'DROP TRIGGER search_docs_ad',
+    'DROP TRIGGER search_docs_au',
+    `CREATE TRIGGER search_docs_ai AFTER INSERT ON search_docs BEGIN ${note} ${insert('new')} END`,
+    `CREATE TRIGGER search_docs_ad AFTER DELETE ON search_docs BEGIN
+       ${remove('old')} DELETE FROM search_pending WHERE id = old.id;
+     END`,
+    // The old entries go unless the document was only noted; the new ones are noted, or indexed at once.
+    `CREATE TRIGGER search_docs_au AFTER UPDATE OF kind, owner_uuid, recipient_uuid, title, body ON search_docs BEGIN
+       ${remove('old')} ${note} ${insert('new')}
+     END`,
+  ];
+}
