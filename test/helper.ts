@@ -101,6 +101,8 @@ export interface TestApp {
   inject(opts: InjectOptions & { token?: string }): Promise<LightMyRequestResponse>;
   /** Creates a user directly in the database and logs it in. */
   createUser(name?: string, role?: string): Promise<TestUser>;
+  /** SQLite: how many groups the write connection has committed (undefined on PostgreSQL). */
+  sqliteCommits(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -168,6 +170,7 @@ export async function startTestApp(dialect: TestDialect, overrides: Partial<Conf
     client,
     guest,
     inject: (opts) => injectWithToken(app, opts),
+    sqliteCommits: () => handle.groupCommitStats?.()?.commits,
     createUser(name, role = 'user') {
       return insertTestUser(
         ctx,

@@ -3,22 +3,11 @@
 // (any insert with triggers, for one). Indexed row by row, a group of posts therefore wrote two segments per post
 // (one per FTS5 table), and the merges they call for, on the write path. On the group-committed connection the
 // triggers only note new documents in `search_pending`; the group indexes them all just before its COMMIT, so the
-// group's terms reach the index as one segment per table.
+// group's terms reach the index as one segment per table. The flush writes the values migration 0026's triggers
+// write (ftsValues). While documents are noted, FTS5 holds nothing for them: a statement that sends FTS5 'delete'
+// or 'rebuild' from search_docs inside a group (as migration 0020's re-index did) must flush them first.
 
-/** The FTS5 tables fed from search_docs. */
-export const SEARCH_FTS_TABLES = ['search_fts', 'search_fts_en'] as const;
-
-/** The FTS5 `kind` column of a search_docs row: its kind, and for a message the tokens of its two parties. */
-export function ftsKind(row: string): string {
-  // A message always has both parties; coalesce keeps its kind token even if one were missing.
-  const party = (column: string) => `coalesce(' u' || replace(${row}.${column}, '-', ''), '')`;
-  return `CASE WHEN ${row}.kind = 'messages' THEN 'messages' || ${party('owner_uuid')} || ${party('recipient_uuid')} ELSE ${row}.kind END`;
-}
-
-/** The values (rowid, kind, title, body) a search_docs row is indexed with, as the triggers write them. */
-export function ftsValues(row: string): string {
-  return `${row}.id, ${ftsKind(row)}, search_fold(${row}.title), search_fold(${row}.body)`;
-}
+import { ftsValues, SEARCH_FTS_TABLES } from './migrations/0026-search-deferred-index.ts';
 
 /**
  * The statements that index the noted documents and clear the notes, in order. They run inside the transaction that

@@ -26,7 +26,7 @@ export function searchMessagePartyTokensMigration(dialect: Dialect) {
 }
 
 /** The FTS5 `kind` column of a search_docs row: its kind, and for a message the tokens of its two parties. */
-function ftsKind(row: string): string {
+export function ftsKind(row: string): string {
   // A message always has both parties; coalesce keeps its kind token even if one were missing.
   const party = (column: string) => `coalesce(' u' || replace(${row}.${column}, '-', ''), '')`;
   return `CASE WHEN ${row}.kind = 'messages' THEN 'messages' || ${party('owner_uuid')} || ${party('recipient_uuid')} ELSE ${row}.kind END`;

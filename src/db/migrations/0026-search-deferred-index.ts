@@ -1,13 +1,21 @@
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../database.ts';
-import { ftsValues, SEARCH_FTS_TABLES } from '../search-pending.ts';
+import { ftsKind } from './0020-search-message-party-tokens.ts';
+
+/** The FTS5 tables fed from search_docs. */
+export const SEARCH_FTS_TABLES = ['search_fts', 'search_fts_en'] as const;
+
+/** The values (rowid, kind, title, body) a search_docs row is indexed with, as migration 0020's triggers wrote them. */
+export function ftsValues(row: string): string {
+  return `${row}.id, ${ftsKind(row)}, search_fold(${row}.title), search_fold(${row}.body)`;
+}
 
 /**
  * SQLite: new documents may wait in `search_pending` to be indexed when their transaction commits (search-pending.ts;
  * docs/search.md, "Indexing at group commit"). FTS5 wrote each post of a group commit to a segment of its own: a
  * later statement of the transaction that opens a statement journal makes it write the terms it holds. The triggers
  * now note a new or changed document instead of indexing it when the connection says so (`search_defer()`, true on
- * the group-committed write connection while a group is open); elsewhere they index at once, as before. A document
+ * a group-committed write connection while a group is open); otherwise they index at once, as before. A document
  * deleted or changed while noted was never indexed: nothing is removed from the index for it. PostgreSQL indexes a
  * row's tsvector in the row itself.
  */
