@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { deletePostRow, insertPost, updatePostRow } from '../../src/modules/post/post.repository.ts';
+import { reindex } from '../../src/modules/search/search.service.ts';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { call } from './world.ts';
 
@@ -134,6 +135,15 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await found('keptword'), []);
       assert.deepEqual(await found('keptnewword'), [kept.uuid]);
       assert.deepEqual(await found('gonewword'), []);
+      await assertIndexConsistent();
+    });
+
+    it('rebuilds the index in one transaction with every document indexed once', async () => {
+      const before = await found('keptnewword');
+      const { docs } = await reindex(t.ctx);
+      assert.ok(docs > 30, `documents rebuilt: ${docs}`);
+      assert.deepEqual(await found('keptnewword'), before);
+      assert.equal((await found('secondburst')).length, 24);
       await assertIndexConsistent();
     });
   });
