@@ -1,5 +1,6 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Dialect } from '../database.ts';
+import { runStatementsAtomically } from './atomic-statements.ts';
 
 /**
  * SQLite: a message's two parties as tokens of the FTS5 `kind` column (docs/search.md, "Messages in the full-text
@@ -14,13 +15,7 @@ export function searchMessagePartyTokensMigration(dialect: Dialect) {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       if (dialect !== 'sqlite') return;
-      // Kysely runs SQLite's migrations outside a transaction: stopped halfway, a rerun would send FTS5 'delete' for
-      // entries already deleted (which corrupts an external-content index) or find the triggers gone.
-      const run = async (trx: Kysely<unknown>) => {
-        for (const statement of sqliteStatements()) await sql.raw(statement).execute(trx);
-      };
-      if (db.isTransaction) await run(db);
-      else await db.transaction().execute(run);
+      await runStatementsAtomically(db, sqliteStatements());
     },
   };
 }

@@ -1,6 +1,7 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Dialect } from '../database.ts';
 import { ftsKind } from './0020-search-message-party-tokens.ts';
+import { runStatementsAtomically } from './atomic-statements.ts';
 
 /** The FTS5 tables fed from search_docs. */
 export const SEARCH_FTS_TABLES = ['search_fts', 'search_fts_en'] as const;
@@ -23,12 +24,7 @@ export function searchDeferredIndexMigration(dialect: Dialect) {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       if (dialect !== 'sqlite') return;
-      // As migration 0020: in one transaction, so a rerun never finds the triggers gone.
-      const run = async (trx: Kysely<unknown>) => {
-        for (const statement of sqliteStatements()) await sql.raw(statement).execute(trx);
-      };
-      if (db.isTransaction) await run(db);
-      else await db.transaction().execute(run);
+      await runStatementsAtomically(db, sqliteStatements());
     },
   };
 }
