@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { queryTerms, relevanceScores } from '../../src/modules/search/search.query.ts';
+
+// ASCII texts are scored in one pass over their characters, every other text through its folded words
+// (search.query.ts, fieldStats). A no-break space is not a word character on either path, so appending one sends a
+// text down the general path without changing its words: both paths must then score it alike.
+const NBSP = '\u00a0';
+
+const TEXTS = [
+  'Coffee in the morning, coffee at noon',
+  'COFFEE-MORNING; coffees and mornings',
+  'cof co c coffeemaker morn',
+  'Morning 42 coffee42 MORNING42',
+  '   ',
+  '',
+  'a title only',
+  'The-the THE theme them th',
+  'x'.repeat(300),
+];
+
+const QUERIES = ['coffee morning', 'coffee', 'morn', 'the', 'coffee42 42', 'th', 'x', 'them the', 'café'];
+
+describe('relevance scores', () => {
+  it('score an ASCII text as the general path scores it, whatever its case and separators', () => {
+    const docs = TEXTS.flatMap((title) => TEXTS.map((body) => ({ title: title || null, body })));
+    const general = docs.map((d) => ({
+      title: d.title === null ? null : `${d.title}${NBSP}`,
+      body: `${d.body}${NBSP}`,
+    }));
+    for (const query of QUERIES) {
+      const terms = queryTerms(query);
+      assert.deepEqual(relevanceScores(terms, docs), relevanceScores(terms, general), query);
+    }
+  });
+
+  it('count an exact word fully, a prefix or a word the term continues by half', () => {
+    const [exact, longer, shorter, short, other] = relevanceScores(
+      ['coffee'],
+      [
+        { title: null, body: 'Coffee' },
+        { title: null, body: 'coffeemaker' },
+        { title: null, body: 'cof' },
+        { title: null, body: 'co' },
+        { title: null, body: 'tea' },
+      ],
+    );
+    assert.ok((exact as number) > (longer as number), 'an exact word above a longer one');
+    assert.equal(longer, shorter, 'a longer word and a three-letter start count alike');
+    assert.ok((shorter as number) > 0);
+    assert.equal(short, 0, 'a start of two letters does not count');
+    assert.equal(other, 0);
+  });
+});
