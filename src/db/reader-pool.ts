@@ -54,6 +54,15 @@ function sqliteError(e: { message: string; code?: string; errcode?: number; errs
 }
 
 /**
+ * What a read finds once the pool is closing (the process shuts down): unavailable, as an unopenable database is
+ * (503, retry), not an unexpected 500. Only a request whose client left meets it: a server that closes waits for the
+ * requests of its open connections before it closes the pool.
+ */
+function closedError(): Error {
+  return sqliteError({ message: 'The reader pool is closed.', errcode: 14, errstr: 'unable to open' });
+}
+
+/**
  * Runs SELECTs on worker threads, each with its own read-only connection to the same WAL file, so a slow read
  * (ranked search, deep sorted page) no longer blocks the event loop: node:sqlite is synchronous.
  */
@@ -70,7 +79,7 @@ export class ReaderPool {
 
   /** Runs one read-only statement on a free reader and resolves with its rows as plain objects. */
   query(sql: string, parameters: ReadonlyArray<unknown>): Promise<unknown[]> {
-    if (this.#closed) return Promise.reject(new Error('The reader pool is closed.'));
+    if (this.#closed) return Promise.reject(closedError());
     if (!READ_ONLY_SQL.test(sql)) {
       return Promise.reject(new Error('The reader pool runs only SELECT statements; use ctx.db for writes.'));
     }
@@ -87,10 +96,10 @@ export class ReaderPool {
   /** Stops every worker; queued and running queries are rejected. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const job of this.#queue.splice(0)) job.reject(new Error('The reader pool is closed.'));
+    for (const job of this.#queue.splice(0)) job.reject(closedError());
     const readers = this.#readers.splice(0);
     await Promise.all(readers.map((r) => r.worker.terminate()));
-    for (const r of readers) r.job?.reject(new Error('The reader pool is closed.'));
+    for (const r of readers) r.job?.reject(closedError());
   }
 
   #dispatch(): void {

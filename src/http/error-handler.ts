@@ -222,7 +222,9 @@ function isUnavailable(err: { code?: unknown; errcode?: unknown; message?: strin
     // SQLITE_BUSY (5), SQLITE_FULL (13), SQLITE_IOERR (10), SQLITE_LOCKED (6), SQLITE_CANTOPEN (14).
     return [5, 6, 10, 13, 14].includes(Number(err.errcode) & 0xff);
   }
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+  // Kysely's, for a query started after the process closed its database (shutting down; only a request whose
+  // client left is still running then).
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|driver has already been destroyed/.test(
     err.message ?? '',
   );
 }

@@ -130,6 +130,33 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('answers 503 to a read queued or started once the pool is closing', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      // A process shutting down closes its pool after its open connections; a request whose client left may still
+      // be reading. One reader: the slow read runs, the second waits in the queue, the third comes after the close.
+      const pool = new ReaderPool({ path: t.url.slice('sqlite:'.length), size: 1 });
+      const readDb = new Kysely<Database>({ dialect: new ReaderPoolDialect(pool) });
+      const app = Fastify({ logger: false });
+      installErrorHandler(app);
+      app.get('/slow', async () => (await SLOW_SELECT.execute(readDb)).rows);
+      app.get('/quick', async () => (await sql`select 1 as n`.execute(readDb)).rows);
+      try {
+        const running = app.inject({ method: 'GET', url: '/slow' });
+        await sleep(20);
+        const queued = app.inject({ method: 'GET', url: '/quick' });
+        await sleep(20);
+        await readDb.destroy();
+        const after = await app.inject({ method: 'GET', url: '/quick' });
+        for (const res of [await running, await queued, after]) {
+          assert.equal(res.statusCode, 503, res.body);
+          assert.equal(body(res).error.code, 'unavailable');
+        }
+      } finally {
+        await app.close();
+      }
+    });
+
     it('runs reads side by side: a quick read does not wait behind a slow one', {
       skip: dialect.name !== 'sqlite',
     }, async () => {
