@@ -19,6 +19,7 @@ import {
 } from './group-commit.ts';
 import { foldForIndex } from './search-fold.ts';
 import { FLUSH_PENDING_SEARCH_DOCS } from './search-pending.ts';
+import { searchStatsFunction } from './search-stats.ts';
 
 /** Options of the embedded database connection. */
 export interface SqliteOptions {
@@ -100,6 +101,8 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     this.raw.function('search_fold', { deterministic: true }, (t) =>
       foldForIndex(t === null ? null : String(t)),
     );
+    // Relevance's statistics of a candidate's text, read on the thread that reads the row (src/db/search-stats.ts).
+    this.raw.function('search_stats', { deterministic: true }, searchStatsFunction);
     // Asked by the search triggers once per document written (migration 0026).
     this.raw.function('search_defer', { deterministic: false }, () => {
       if (!this.#deferSearch) return 0;

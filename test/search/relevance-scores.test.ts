@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { NodeSqliteDatabase } from '../../src/db/sqlite-driver.ts';
 import { queryTerms, relevanceScores } from '../../src/modules/search/search.query.ts';
 
 // ASCII texts are scored in one pass over their characters, every other text through its folded words
-// (search.query.ts, fieldStats). A no-break space is not a word character on either path, so appending one sends a
+// (src/db/search-stats.ts, fieldStats). A no-break space is not a word character on either path, so appending one sends a
 // text down the general path without changing its words: both paths must then score it alike.
 const NBSP = '\u00a0';
 
@@ -31,6 +32,31 @@ describe('relevance scores', () => {
     for (const query of QUERIES) {
       const terms = queryTerms(query);
       assert.deepEqual(relevanceScores(terms, docs), relevanceScores(terms, general), query);
+    }
+  });
+
+  it("score alike from the text and from SQLite's search_stats of it", () => {
+    // SQLite's walks send each ranked candidate's statistics instead of its text (walkColumns in the repository).
+    const sqlite = new NodeSqliteDatabase({ path: ':memory:', synchronous: 'OFF' });
+    try {
+      const stmt = sqlite.raw.prepare('select search_stats(?, ?, ?) as stats');
+      const docs = TEXTS.flatMap((title) =>
+        [...TEXTS, 'Grüße aus Köln, café crème', 'ΟΔΟΣ μεγάλη straße'].map((body) => ({
+          title: title || null,
+          body,
+        })),
+      );
+      for (const query of [...QUERIES, 'grusse koln', 'οδος']) {
+        const terms = queryTerms(query);
+        const computed = docs.map((d) => ({
+          title: null,
+          body: null,
+          stats: (stmt.get(terms.join(' '), d.title, d.body) as { stats: string }).stats,
+        }));
+        assert.deepEqual(relevanceScores(terms, computed), relevanceScores(terms, docs), query);
+      }
+    } finally {
+      sqlite.raw.close();
     }
   });
 

@@ -113,7 +113,11 @@ for (const dialect of testDialects()) {
       assert.equal(page.data[0]?.uuid, w.ids.lotusOldDense);
       const walks = nodes
         .map((node) => db.getExecutor().compileQuery(node, { queryId: 'walk' }).sql)
-        .filter((text) => /select d\.id, d\.kind, d\.uuid, d\.title, d\.body\s+from "search_fts"/.test(text));
+        .filter((text) =>
+          /select d\.id, d\.kind, d\.uuid, search_stats\(\?, d\.title, d\.body\) as stats\s+from "search_fts"/.test(
+            text,
+          ),
+        );
       assert.equal(walks.length, 1, walks.join('\n\n'));
     });
   });

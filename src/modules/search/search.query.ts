@@ -1,4 +1,5 @@
 import { foldText } from '../../db/search-fold.ts';
+import { decodeTextStats, textStats } from '../../db/search-stats.ts';
 import { ApiError } from '../../http/errors.ts';
 
 /** Most words of a query that take part in matching; further words are ignored (200 characters rarely hold more). */
@@ -191,72 +192,6 @@ const B = 0.75;
 /** How much more a word in the title (name) counts than one in the body. */
 const TITLE_WEIGHT = 3;
 
-// Folding changes nothing in ASCII text but its case, so most texts skip the Unicode normalizations. A search
-// ranks up to 1,000 texts per request: without the `u` flag the test is a plain scan of code units (a third of the
-// ranking's time went to it with \p{ASCII}).
-const NOT_ASCII = /[^\x00-\x7f]/;
-
-/** The folded words of a text. */
-export function words(text: string | null): string[] {
-  if (!text) return [];
-  if (!NOT_ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
-  return fold(text).match(/[\p{L}\p{N}]+/gu) ?? [];
-}
-
-/**
- * How well one word of a document matches a query term: 1 exact, 0.5 a prefix or stem-like variant (the term
- * continues the word, from 3 characters), else 0. The word is `text.slice(from, to)`, read in place, its ASCII
- * capitals as lower case; `term` is folded (lower case).
- */
-function wordMatch(text: string, from: number, to: number, term: string): number {
-  const length = to - from;
-  const compared = Math.min(length, term.length);
-  if (length < term.length && length < 3) return 0;
-  for (let k = 0; k < compared; k++) {
-    if (lowerAscii(text.charCodeAt(from + k)) !== term.charCodeAt(k)) return 0;
-  }
-  return length === term.length ? 1 : 0.5;
-}
-
-/** An ASCII capital's lower case; any other code unit as it is. */
-function lowerAscii(c: number): number {
-  return c >= 65 && c <= 90 ? c + 32 : c;
-}
-
-/** Whether a code unit is an ASCII letter (either case) or digit: what an ASCII text's words are made of. */
-function isAsciiWordChar(c: number): boolean {
-  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57);
-}
-
-/**
- * The words of a field and how much each term matches them (wordMatch summed over the words, added to `tf`): one
- * pass over the characters of an ASCII text, no string built; the folded words of any other.
- */
-function fieldStats(text: string | null, terms: string[], tf: number[]): number {
-  if (!text) return 0;
-  if (NOT_ASCII.test(text)) {
-    const list = words(text);
-    for (const w of list) {
-      for (let j = 0; j < terms.length; j++)
-        tf[j] = (tf[j] ?? 0) + wordMatch(w, 0, w.length, terms[j] as string);
-    }
-    return list.length;
-  }
-  const end = text.length;
-  let count = 0;
-  let i = 0;
-  while (i < end) {
-    while (i < end && !isAsciiWordChar(text.charCodeAt(i))) i++;
-    if (i === end) break;
-    const from = i;
-    while (i < end && isAsciiWordChar(text.charCodeAt(i))) i++;
-    count++;
-    for (let j = 0; j < terms.length; j++)
-      tf[j] = (tf[j] ?? 0) + wordMatch(text, from, i, terms[j] as string);
-  }
-  return count;
-}
-
 /** BM25 saturation and length normalization of one field. */
 function fieldScore(tf: number[], length: number, averageLength: number): number {
   if (length === 0) return 0;
@@ -267,28 +202,25 @@ function fieldScore(tf: number[], length: number, averageLength: number): number
   return score;
 }
 
-/** A candidate document's text, for relevance. */
+/**
+ * A candidate document's text, for relevance; `stats`, when its engine computed them beside the row (SQLite's
+ * search_stats), stand for the text (src/db/search-stats.ts).
+ */
 export interface ScoredText {
   title: string | null;
   body: string | null;
+  stats?: string | undefined;
 }
 
 /**
- * BM25-style relevance of each candidate (higher is better), computed here from the candidates' text so both
- * engines rank alike. Every candidate contains every term (the index matched them), so document frequencies
- * would weigh all candidates alike and are left out; term frequency and field length decide, titles weigh more.
+ * BM25-style relevance of each candidate (higher is better), computed from the candidates' text so both engines rank
+ * alike. Every candidate contains every term (the index matched them), so document frequencies would weigh all
+ * candidates alike and are left out; term frequency and field length decide, titles weigh more.
  */
 export function relevanceScores(terms: string[], docs: ScoredText[]): number[] {
-  const stats = docs.map((d) => {
-    const titleTf = terms.map(() => 0);
-    const bodyTf = terms.map(() => 0);
-    return {
-      titleTf,
-      bodyTf,
-      title: fieldStats(d.title, terms, titleTf),
-      body: fieldStats(d.body, terms, bodyTf),
-    };
-  });
+  const stats = docs.map((d) =>
+    d.stats === undefined ? textStats(terms, d.title, d.body) : decodeTextStats(d.stats, terms.length),
+  );
   const n = Math.max(1, stats.length);
   const avgTitle = Math.max(1, stats.reduce((sum, f) => sum + f.title, 0) / n);
   const avgBody = Math.max(1, stats.reduce((sum, f) => sum + f.body, 0) / n);
