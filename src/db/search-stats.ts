@@ -65,7 +65,7 @@ export function searchStatsFunction(terms: unknown, title: unknown, body: unknow
 const NOT_ASCII = /[\u0080-\uffff]/;
 
 /** The folded words of a text. */
-export function words(text: string | null): string[] {
+function words(text: string | null): string[] {
   if (!text) return [];
   if (!NOT_ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
   return foldText(text).match(/[\p{L}\p{N}]+/gu) ?? [];
