@@ -29,26 +29,29 @@ for (const dialect of testDialects()) {
       // One use of #hot moves 30 hours back, out of the default window.
       const hot = await findTag(t, 'hashtag', 'hot');
       old = new Date(Date.now() - 30 * HOUR).toISOString();
-      const first = await t.ctx.db
-        .selectFrom('tag_associations')
-        .select('uuid')
-        .where('tag_uuid', '=', hot.uuid)
-        .where('user_uuid', '=', c.uuid)
-        .executeTakeFirstOrThrow();
-      await t.ctx.db
-        .updateTable('tag_associations')
-        .set({ created_at: old })
-        .where('uuid', '=', first.uuid)
-        .execute();
-      const recent = await t.ctx.db
-        .selectFrom('tag_associations')
-        .select('uuid')
-        .where('tag_uuid', '=', hot.uuid)
-        .where('user_uuid', '=', b.uuid)
-        .executeTakeFirstOrThrow();
-      recentHotUse = recent.uuid;
+      // The use of #hot by a user (each made one).
+      const hotUseOf = async (user: string) =>
+        (
+          await t.ctx.db
+            .selectFrom('tag_associations')
+            .select('uuid')
+            .where('tag_uuid', '=', hot.uuid)
+            .where('user_uuid', '=', user)
+            .executeTakeFirstOrThrow()
+        ).uuid;
+      await stampUse(await hotUseOf(c.uuid), old);
+      recentHotUse = await hotUseOf(b.uuid);
     });
     after(async () => t?.close());
+
+    /** Sets when a tag association was made. */
+    const stampUse = async (uuid: string, createdAt: string) => {
+      await t.ctx.db
+        .updateTable('tag_associations')
+        .set({ created_at: createdAt })
+        .where('uuid', '=', uuid)
+        .execute();
+    };
 
     it('ranks hashtags of public content by distinct users in the last 24 hours', async () => {
       const b = await get(t, '/tags/trending');
@@ -89,11 +92,7 @@ for (const dialect of testDialects()) {
       let narrow: Awaited<ReturnType<typeof get>>;
       for (;;) {
         const hour = Math.floor(Date.now() / HOUR);
-        await t.ctx.db
-          .updateTable('tag_associations')
-          .set({ created_at: new Date().toISOString() })
-          .where('uuid', '=', recentHotUse)
-          .execute();
+        await stampUse(recentHotUse, new Date().toISOString());
         narrow = await get(t, '/tags/trending?window=1');
         if (Math.floor(Date.now() / HOUR) === hour) break;
       }
