@@ -29,9 +29,15 @@ export function encodeTextStats(stats: TextStats): string {
   return `${stats.title} ${stats.body} ${stats.titleTf.join(' ')} ${stats.bodyTf.join(' ')}`;
 }
 
-/** The TextStats of an encodeTextStats text for `termCount` terms. */
+/**
+ * The TextStats of an encodeTextStats text for `termCount` terms. Throws when the text holds another number of terms:
+ * the statistics were computed for other terms than those they are scored with.
+ */
 export function decodeTextStats(text: string, termCount: number): TextStats {
   const parts = text.split(' ').map(Number);
+  if (parts.length !== 2 + 2 * termCount) {
+    throw new Error(`text statistics for ${(parts.length - 2) / 2} terms scored with ${termCount}`);
+  }
   return {
     title: parts[0] ?? 0,
     body: parts[1] ?? 0,
@@ -64,10 +70,8 @@ export function searchStatsFunction(terms: unknown, title: unknown, body: unknow
 // ranking's time went to it with \p{ASCII}).
 const NOT_ASCII = /[\u0080-\uffff]/;
 
-/** The folded words of a text. */
-function words(text: string | null): string[] {
-  if (!text) return [];
-  if (!NOT_ASCII.test(text)) return text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
+/** The folded words of a text (other than ASCII: fieldStats scans those itself). */
+function foldedWords(text: string): string[] {
   return foldText(text).match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
@@ -103,7 +107,7 @@ function isAsciiWordChar(c: number): boolean {
 function fieldStats(text: string | null, terms: readonly string[], tf: number[]): number {
   if (!text) return 0;
   if (NOT_ASCII.test(text)) {
-    const list = words(text);
+    const list = foldedWords(text);
     for (const w of list) {
       for (let j = 0; j < terms.length; j++)
         tf[j] = (tf[j] ?? 0) + wordMatch(w, 0, w.length, terms[j] as string);

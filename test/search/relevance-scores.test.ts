@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { decodeTextStats, textStats } from '../../src/db/search-stats.ts';
 import { NodeSqliteDatabase } from '../../src/db/sqlite-driver.ts';
 import { queryTerms, relevanceScores } from '../../src/modules/search/search.query.ts';
 
@@ -58,6 +59,23 @@ describe('relevance scores', () => {
     } finally {
       sqlite.raw.close();
     }
+  });
+
+  it('count the words of each field and how much each term matches them', () => {
+    const terms = ['coffee', 'morning'];
+    assert.deepEqual(textStats(terms, 'Coffee-morning', 'coffees, COF co mornings; Morning tea'), {
+      title: 2,
+      body: 6,
+      titleTf: [1, 1],
+      bodyTf: [1, 1.5],
+    });
+    assert.deepEqual(textStats(terms, null, 'Grüße, café MORNING'), {
+      title: 0,
+      body: 3,
+      titleTf: [0, 0],
+      bodyTf: [0, 1],
+    });
+    assert.throws(() => decodeTextStats('2 6 1 1 1 1.5', 3), /for 2 terms scored with 3/);
   });
 
   it('count an exact word fully, a prefix or a word the term continues by half', () => {

@@ -242,8 +242,9 @@ export interface IdWalk {
    */
   rare?: boolean | undefined;
   /**
-   * Also read title and body (the ranked candidates need them). Rows that are only paged through or skipped leave
-   * them out: the text is most of a row's bytes, and PostgreSQL computes the select list of every skipped row too.
+   * Also read title and body (the ranked candidates need them; on SQLite their statistics for the match's terms
+   * instead, see walkColumns). Rows that are only paged through or skipped leave them out: the text is most of a
+   * row's bytes, and PostgreSQL computes the select list of every skipped row too.
    */
   withText?: boolean | undefined;
   /**
@@ -523,7 +524,7 @@ function merged(mine: Candidate[], theirs: Candidate[], walk: IdWalk): Candidate
 }
 
 /**
- * Matching documents in scope in index order, windowed (with their text if `withText`). Nothing is scored or
+ * Matching documents in scope in index order, windowed (with their text, or on SQLite its statistics, if `withText`). Nothing is scored or
  * sorted: FTS5 walks its doclists in rowid order and stops after the window. On PostgreSQL, a descending walk given
  * `walkAbove` first asks for the ids above it: bounded that way, the planner reads a middling word's GIN entries of
  * the recent documents only, instead of every match of the index to sort them (50,000 rows for a word in 2% of
