@@ -7,6 +7,7 @@ import type { Context } from '../../src/context.ts';
 import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import type { PgGroupCommitOptions } from '../../src/db/pg-group-commit.ts';
 import { issueTokens, saveClient } from '../../src/modules/auth/auth.service.ts';
 import { injectWithToken, insertTestUser, type TestDialect, type TestUser } from '../helper.ts';
 
@@ -40,7 +41,14 @@ export const UNLIMITED: Partial<Config> = {
 export async function startLoggedApp(
   dialect: TestDialect,
   overrides: Partial<Config> = {},
-  options: { url?: string; drop?: () => Promise<void>; statementTimeoutMs?: number; logLevel?: string } = {},
+  options: {
+    url?: string;
+    drop?: () => Promise<void>;
+    statementTimeoutMs?: number;
+    logLevel?: string;
+    /** PostgreSQL: group commit options other than the API's defaults. */
+    pgGroupCommit?: Partial<PgGroupCommitOptions>;
+  } = {},
 ): Promise<LoggedApp> {
   const created = options.url
     ? { url: options.url, drop: options.drop ?? (async () => {}) }
@@ -51,7 +59,7 @@ export async function startLoggedApp(
     synchronous: 'NORMAL',
     poolSize: 5,
     // As the API opens PostgreSQL (apiConnectOptions): transactions grouped.
-    pgGroupCommit: true,
+    pgGroupCommit: options.pgGroupCommit ?? true,
     ...(options.statementTimeoutMs ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
   });
   await migrateToLatest(handle.db, handle.dialect);
