@@ -54,13 +54,15 @@ function sqliteError(e: { message: string; code?: string; errcode?: number; errs
 }
 
 /**
- * What a read finds once the pool is closing (the process shuts down): unavailable, as an unopenable database is
- * (503, retry), not an unexpected 500. Only a request whose client left meets it: a server that closes waits for the
- * requests of its open connections before it closes the pool.
+ * A read the pool cannot run, failed like an unopenable database (SQLITE_CANTOPEN: 503, retry), not an unexpected
+ * 500: its reader stopped, or the pool is closing because the process shuts down (only a request whose client left
+ * meets that: a server that closes waits for the requests of its open connections before it closes the pool).
  */
-function closedError(): Error {
-  return sqliteError({ message: 'The reader pool is closed.', errcode: 14, errstr: 'unable to open' });
+function unavailableError(message: string): Error {
+  return sqliteError({ message, errcode: 14, errstr: 'unable to open' });
 }
+
+const CLOSED = 'The reader pool is closed.';
 
 /**
  * Runs SELECTs on worker threads, each with its own read-only connection to the same WAL file, so a slow read
@@ -79,7 +81,7 @@ export class ReaderPool {
 
   /** Runs one read-only statement on a free reader and resolves with its rows as plain objects. */
   query(sql: string, parameters: ReadonlyArray<unknown>): Promise<unknown[]> {
-    if (this.#closed) return Promise.reject(closedError());
+    if (this.#closed) return Promise.reject(unavailableError(CLOSED));
     if (!READ_ONLY_SQL.test(sql)) {
       return Promise.reject(new Error('The reader pool runs only SELECT statements; use ctx.db for writes.'));
     }
@@ -96,10 +98,10 @@ export class ReaderPool {
   /** Stops every worker; queued and running queries are rejected. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const job of this.#queue.splice(0)) job.reject(closedError());
+    for (const job of this.#queue.splice(0)) job.reject(unavailableError(CLOSED));
     const readers = this.#readers.splice(0);
     await Promise.all(readers.map((r) => r.worker.terminate()));
-    for (const r of readers) r.job?.reject(closedError());
+    for (const r of readers) r.job?.reject(unavailableError(CLOSED));
   }
 
   #dispatch(): void {
@@ -147,14 +149,8 @@ export class ReaderPool {
       const index = this.#readers.indexOf(reader);
       if (index < 0) return;
       this.#readers.splice(index, 1);
-      // A dead reader's query fails like an unopenable database (503); the next query starts a new reader.
-      reader.job?.reject(
-        sqliteError({
-          message: `A database reader stopped: ${err.message}`,
-          errcode: 14,
-          errstr: 'unable to open',
-        }),
-      );
+      // The next query starts a new reader.
+      reader.job?.reject(unavailableError(`A database reader stopped: ${err.message}`));
       reader.job = undefined;
       if (!this.#closed) this.#dispatch();
     };

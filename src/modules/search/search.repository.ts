@@ -284,7 +284,7 @@ function idBounds(
 /**
  * The select list of a walk: the text only when asked for. With `terms` (SQLite) the text's statistics for them
  * instead (search_stats, src/db/search-stats.ts): computed on the reader thread that reads the row, so the event loop
- * neither receives 1,000 texts per ranked search nor scans them (about half of its time on a ranked search).
+ * neither receives 1,000 texts per ranked search nor scans them (a third of its busy time under uncached searches).
  */
 function walkColumns(withText: boolean | undefined, terms?: readonly string[]): RawBuilder<unknown> {
   if (!withText) return sql`d.id, d.kind, d.uuid`;
@@ -524,12 +524,12 @@ function merged(mine: Candidate[], theirs: Candidate[], walk: IdWalk): Candidate
 }
 
 /**
- * Matching documents in scope in index order, windowed (with their text, or on SQLite its statistics, if `withText`). Nothing is scored or
- * sorted: FTS5 walks its doclists in rowid order and stops after the window. On PostgreSQL, a descending walk given
- * `walkAbove` first asks for the ids above it: bounded that way, the planner reads a middling word's GIN entries of
- * the recent documents only, instead of every match of the index to sort them (50,000 rows for a word in 2% of
- * 1,000,000 posts); older ids are asked for only when the recent ones do not fill the window (the deep pages of
- * docs/search.md choose `walkAbove` from the query's density).
+ * Matching documents in scope in index order, windowed (with their text, or on SQLite its statistics, if
+ * `withText`). Nothing is scored or sorted: FTS5 walks its doclists in rowid order and stops after the window. On
+ * PostgreSQL, a descending walk given `walkAbove` first asks for the ids above it: bounded that way, the planner
+ * reads a middling word's GIN entries of the recent documents only, instead of every match of the index to sort
+ * them (50,000 rows for a word in 2% of 1,000,000 posts); older ids are asked for only when the recent ones do not
+ * fill the window (the deep pages of docs/search.md choose `walkAbove` from the query's density).
  */
 export async function findMatchesById(
   db: Db,
