@@ -1,0 +1,65 @@
+// `npm run seed` as a user types it: without --bulk it takes the bulk path on both engines (the event path wrote 586
+// posts a second on SQLite, half an hour for the issue's 1,000,000-post world), and what it writes passes
+// `npm run cli -- check`. `--no-bulk` still asks for the API's event path.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { testDialects } from '../helper.ts';
+
+/** Runs a CLI entry point with Node 24 (the tests' own) and returns its standard output. */
+function runCli(script: string, args: string[], env: Record<string, string> = {}): string {
+  return execFileSync(process.execPath, [script, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  });
+}
+
+/** The summary line `npm run seed` prints last. */
+function seedSummary(out: string): { bulk: boolean; users: number; posts: number } {
+  return JSON.parse(out.trim().split('\n').pop() as string);
+}
+
+for (const dialect of testDialects()) {
+  describe(`npm run seed [${dialect.name}]`, () => {
+    it('takes the bulk path unless told otherwise, and leaves a database that passes check', async () => {
+      const { url, drop } = await dialect.create();
+      try {
+        const summary = seedSummary(
+          runCli('src/cli/seed/main.ts', ['--users', '40', '--posts', '300', '--db', url]),
+        );
+        assert.equal(summary.bulk, true);
+        assert.equal(summary.posts, 300);
+        // 40 users and bench_user.
+        assert.equal(summary.users, 41);
+        const check = runCli('src/cli/main.ts', ['check'], { DATABASE_URL: url });
+        assert.match(check, /^check OK: 41 users/m);
+      } finally {
+        await drop();
+      }
+    });
+  });
+}
+
+describe('npm run seed --no-bulk [sqlite]', () => {
+  it('writes through the API event path when asked', async () => {
+    const sqlite = testDialects().find((d) => d.name === 'sqlite');
+    const { url, drop } = await (sqlite as NonNullable<typeof sqlite>).create();
+    try {
+      const out = runCli('src/cli/seed/main.ts', [
+        '--users',
+        '20',
+        '--posts',
+        '60',
+        '--no-bulk',
+        '--db',
+        url,
+      ]);
+      assert.equal(seedSummary(out).bulk, false);
+      assert.equal(seedSummary(out).posts, 60);
+    } finally {
+      await drop();
+    }
+  });
+});
