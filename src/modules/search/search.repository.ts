@@ -1396,6 +1396,25 @@ export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number)
   return steps;
 }
 
+/** FTS5's own default for the terms a table holds in memory before it writes them as a segment (`hashsize`). */
+const FTS5_DEFAULT_HASH_BYTES = 1024 * 1024;
+
+/**
+ * The terms a rebuild holds in memory per FTS5 table before writing a segment. At FTS5's 1 MiB the 1,000,000-post
+ * world's terms became hundreds of small segments, merged again and again while the rebuild went on (automerge);
+ * at 64 MiB a tenth of that world was indexed in 8.7-8.8 s instead of 13.7-18.3 (docs/search.md, "Index (storage)").
+ */
+const REBUILD_HASH_BYTES = 64 * 1024 * 1024;
+
+/** Sets `hashsize` on every FTS5 table of the index (a persistent setting: the rebuild puts the default back). */
+async function setFtsHashSize(db: Db, bytes: number): Promise<void> {
+  for (const table of FTS_TABLES) {
+    await sql`insert into ${sql.table(table)}(${sql.ref(table)}, rank) values ('hashsize', ${rowidValue(bytes)})`.execute(
+      db,
+    );
+  }
+}
+
 /**
  * Rebuilds the index from the base tables (recovery): documents inserted in creation order so "newest" stays
  * meaningful, names of users, networks and hashtags, and on SQLite the FTS5 structures from scratch.
@@ -1426,6 +1445,7 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
     await sql.raw(`insert into search_fts(search_fts) values ('rebuild')`).execute(db);
     await sql.raw(`insert into search_fts_en(search_fts_en) values ('rebuild')`).execute(db);
     await sql.raw(`insert into search_names_tri(search_names_tri) values ('rebuild')`).execute(db);
+    await setFtsHashSize(db, REBUILD_HASH_BYTES);
   }
   await sql
     .raw(`insert into search_docs(${columns}) select * from (${selects.join(' union all ')}) s order by 9, 2`)
@@ -1446,6 +1466,7 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
     for (const statement of FLUSH_PENDING_SEARCH_DOCS) await sql.raw(statement).execute(db);
     await sql.raw(`insert into search_fts(search_fts) values ('optimize')`).execute(db);
     await sql.raw(`insert into search_fts_en(search_fts_en) values ('optimize')`).execute(db);
+    await setFtsHashSize(db, FTS5_DEFAULT_HASH_BYTES);
   }
   const docs = await sql<{ n: number }>`select count(*) as n from search_docs`.execute(db);
   const names = await sql<{ n: number }>`select count(*) as n from search_names`.execute(db);
