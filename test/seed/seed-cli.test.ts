@@ -1,19 +1,23 @@
-// `npm run seed` as a user types it: without --bulk it takes the bulk path on both engines (the event path wrote 586
-// posts a second on SQLite, half an hour for the issue's 1,000,000-post world), and what it writes passes
-// `npm run cli -- check`. `--no-bulk` still asks for the API's event path.
+// `npm run seed` as a user types it: without --bulk it takes the bulk path on both engines (the event path would take
+// half an hour for the issue's 1,000,000-post world on SQLite), and what it writes passes `npm run cli -- check`.
+// `--no-bulk` still asks for the API's event path.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { testDialects } from '../helper.ts';
 
-/** Runs a CLI entry point with Node 24 (the tests' own) and returns its standard output. */
+/** Runs a CLI entry point with Node 24 (the tests' own) from the project's root; returns its standard output. */
 function runCli(script: string, args: string[], env: Record<string, string> = {}): string {
-  return execFileSync(process.execPath, [script, ...args], {
+  const r = spawnSync(process.execPath, [script, ...args], {
+    cwd: join(import.meta.dirname, '..', '..'),
     encoding: 'utf8',
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
     timeout: 120_000,
   });
+  // Both streams in the message: `check` says what failed on its standard output.
+  assert.equal(r.status, 0, `${script} ${args.join(' ')}: ${r.stdout}\n${r.stderr}`);
+  return r.stdout;
 }
 
 /** The summary line `npm run seed` prints last. */

@@ -1,5 +1,6 @@
 // `npm run seed -- --users N --posts N [--seed S] [--comments-per-post F] [--reactions-per-post F]
-//   [--friends-per-user F] [--messages-per-user F] [--batch N] [--bulk | --no-bulk] [--db URL]`: writes a deterministic synthetic world
+//   [--friends-per-user F] [--messages-per-user F] [--media-per-user F] [--users-per-network N] [--batch N]
+//   [--bulk | --no-bulk] [--db URL]`: writes a deterministic synthetic world
 // (docs/benchmarks.md, "Seeding a world"), through the bulk path unless --no-bulk asks for the API's event path.
 // DATABASE_URL comes from the configuration unless --db overrides it.
 import { sql } from 'kysely';
@@ -15,7 +16,8 @@ import { Progress } from './progress.ts';
 import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldOptions } from './world.ts';
 
 const USAGE = `usage: npm run seed -- --users N --posts N [--seed S] [--comments-per-post F] [--reactions-per-post F]
-       [--friends-per-user F] [--messages-per-user F] [--media-per-user F] [--batch N] [--bulk | --no-bulk] [--db URL]`;
+       [--friends-per-user F] [--messages-per-user F] [--media-per-user F] [--users-per-network N] [--batch N]
+       [--bulk | --no-bulk] [--db URL]`;
 
 /** Parses the flags; throws with the usage on anything unknown or malformed. */
 export function parseSeedArgs(argv: string[]): {
@@ -64,9 +66,7 @@ export function parseSeedArgs(argv: string[]): {
 
 /**
  * Seeds the database at `url` (migrating it first); refuses a database that already has users. `bulk` defaults to
- * true on both engines: the event path writes the same world (test/seed/world.test.ts) but a post at a time, 586
- * posts a second on SQLite on the slowest machine measured, half an hour for the 1,000,000-post world, and a round
- * trip per row on PostgreSQL.
+ * true on both engines: the event path writes the same world a post at a time (docs/decisions.md, thirty-first session).
  */
 export async function seedDatabase(
   url: string,

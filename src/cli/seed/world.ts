@@ -55,8 +55,8 @@ export const WORLD_DEFAULTS: Omit<WorldOptions, 'users' | 'posts' | 'seed' | 'bu
   messagesPerUser: 0.5,
   mediaPerUser: 0.05,
   usersPerNetwork: 200,
-  // Rows of each kind per bulk statement set (or per transaction on the event path): 13% faster than 1,000 on the
-  // bulk path (docs/benchmarks.md, "Seeding a world").
+  // Rows of each kind per bulk statement set (or per transaction on the event path): 12% less time than 1,000 on the
+  // bulk path (docs/decisions.md, thirty-first session).
   batch: 5000,
   vocabularySize: 20_000,
 };

@@ -1406,7 +1406,10 @@ const FTS5_DEFAULT_HASH_BYTES = 1024 * 1024;
  */
 const REBUILD_HASH_BYTES = 64 * 1024 * 1024;
 
-/** Sets `hashsize` on every FTS5 table of the index (a persistent setting: the rebuild puts the default back). */
+/**
+ * Sets `hashsize` on every FTS5 table of the index: a persistent setting, which the rebuild puts back to FTS5's default
+ * (nothing else sets it).
+ */
 async function setFtsHashSize(db: Db, bytes: number): Promise<void> {
   for (const table of FTS_TABLES) {
     await sql`insert into ${sql.table(table)}(${sql.ref(table)}, rank) values ('hashsize', ${rowidValue(bytes)})`.execute(
@@ -1417,7 +1420,8 @@ async function setFtsHashSize(db: Db, bytes: number): Promise<void> {
 
 /**
  * Rebuilds the index from the base tables (recovery): documents inserted in creation order so "newest" stays
- * meaningful, names of users, networks and hashtags, and on SQLite the FTS5 structures from scratch.
+ * meaningful, names of users, networks and hashtags, and on SQLite the FTS5 structures from scratch. Runs in the
+ * caller's transaction (`db` is one): a failed rebuild must leave neither a half index nor a raised `hashsize`.
  */
 export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: number; names: number }> {
   const columns =
