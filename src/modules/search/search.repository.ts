@@ -1234,6 +1234,14 @@ export async function findRowsByUuids(db: Db, kind: DocKind | 'tag', uuids: stri
 
 /** The FTS5 tables of the index on SQLite. */
 const FTS_TABLES = ['search_fts', 'search_fts_en', 'search_names_tri'] as const;
+
+/**
+ * An FTS5 command with a numeric value (`merge`, `usermerge`, `hashsize`) on one of FTS_TABLES, the value bound as an
+ * INTEGER (rowidValue): FTS5 refuses the REAL node:sqlite binds for a plain number.
+ */
+function ftsCommand(table: (typeof FTS_TABLES)[number], name: string, value: number): RawBuilder<unknown> {
+  return sql`insert into ${sql.table(table)}(${sql.ref(table)}, rank) values (${name}, ${rowidValue(value)})`;
+}
 /**
  * Leaf pages one merge step may write. Each step is a transaction of its own holding the write lock: 2,000 pages
  * held it up to 440 ms on the 1,000,000-post world, so 500 keep the API's writes waiting about 100 ms at most.
@@ -1376,10 +1384,7 @@ export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number)
   }
   let steps = 0;
   for (const table of FTS_TABLES) {
-    // The value bound as an INTEGER (rowidValue): FTS5 refuses `usermerge` given as the REAL node:sqlite binds.
-    const command = (name: string, value: number) =>
-      sql`insert into ${sql.table(table)}(${sql.ref(table)}, rank) values (${name}, ${rowidValue(value)})`;
-    await command('usermerge', 2).execute(db);
+    await ftsCommand(table, 'usermerge', 2).execute(db);
     for (let worked = true, taken = 0; worked && taken < MAX_MERGE_STEPS; steps++, taken++) {
       worked = await db.transaction().execute(async (trx) => {
         const changes = async () =>
@@ -1388,7 +1393,7 @@ export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number)
         // A deletion marker goes only when its segment merges into the oldest: merging level by level kept one
         // segment per level, and the markers of deleted posts in all but the oldest, which every search of their
         // words read (after the benchmark's posts were deleted, `coffee morning` 7.0 ms against 4.7 merged into one).
-        await command('merge', taken === 0 ? -MERGE_STEP_PAGES : MERGE_STEP_PAGES).execute(trx);
+        await ftsCommand(table, 'merge', taken === 0 ? -MERGE_STEP_PAGES : MERGE_STEP_PAGES).execute(trx);
         return (await changes()) - before >= 2;
       });
     }
@@ -1402,7 +1407,8 @@ const FTS5_DEFAULT_HASH_BYTES = 1024 * 1024;
 /**
  * The terms a rebuild holds in memory per FTS5 table before writing a segment. At FTS5's 1 MiB the 1,000,000-post
  * world's terms became hundreds of small segments, merged again and again while the rebuild went on (automerge);
- * at 64 MiB a tenth of that world was indexed in 8.7-8.8 s instead of 13.7-18.3 (docs/search.md, "Index (storage)").
+ * at 64 MiB `search_fts` alone was built from that world in 47-56 s instead of 67-71 (docs/decisions.md, thirty-first
+ * session).
  */
 const REBUILD_HASH_BYTES = 64 * 1024 * 1024;
 
@@ -1411,11 +1417,7 @@ const REBUILD_HASH_BYTES = 64 * 1024 * 1024;
  * (nothing else sets it).
  */
 async function setFtsHashSize(db: Db, bytes: number): Promise<void> {
-  for (const table of FTS_TABLES) {
-    await sql`insert into ${sql.table(table)}(${sql.ref(table)}, rank) values ('hashsize', ${rowidValue(bytes)})`.execute(
-      db,
-    );
-  }
+  for (const table of FTS_TABLES) await ftsCommand(table, 'hashsize', bytes).execute(db);
 }
 
 /**

@@ -292,7 +292,8 @@ async function docTypos(ctx: Context, terms: string[], scope: Scope, exact: DocR
 /**
  * The exact matches of a window. Relevance is bounded (docs/search.md, "Speed"): a few hundred of the newest
  * matches are found by walking the index in id order (no scoring) and ranked here from their text (on SQLite from
- * its statistics, computed on the reader thread); older matches follow, newest first. created_at is the index order itself; updated_at, username and karma sort every match.
+ * its statistics, computed on the reader thread); older matches follow, newest first. created_at is the index order
+ * itself; updated_at, username and karma sort every match.
  */
 async function exactDocs(
   ctx: Context,
