@@ -11,6 +11,7 @@ import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { BENCH_USERNAME } from '../src/cli/seed/world.ts';
 import { connectDatabase } from '../src/db/connect.ts';
+import { createPostgresDatabaseIfMissing } from '../src/db/create-database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { compactIndex, vacuumWithIndexes } from '../src/modules/search/search.repository.ts';
 import { searchTuning } from '../src/modules/search/search.service.ts';
@@ -175,8 +176,10 @@ async function warm(url: string): Promise<string> {
   }
 }
 
-/** Seeds the database through the world generator when it has no users yet. */
+/** Seeds the database through the world generator when it has no users yet (creating a missing PostgreSQL one). */
 async function seedIfEmpty(opts: Options): Promise<string> {
+  const created = await createPostgresDatabaseIfMissing(opts.db);
+  if (created) console.log(`created the database ${created}`);
   // Migrations (e.g. a reindex) may rewrite every row of a big world: no 10 s statement timeout here.
   const handle = connectDatabase(opts.db, { poolSize: 1, statementTimeoutMs: 3_600_000 });
   let users = 0;

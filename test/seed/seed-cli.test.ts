@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import pg from 'pg';
 import { testDialects } from '../helper.ts';
 
 /** Runs a CLI entry point with Node 24 (the tests' own) from the project's root; returns its standard output. */
@@ -45,6 +46,45 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+const postgres = testDialects().find((d) => d.name === 'postgres');
+
+describe('npm run seed into a PostgreSQL database that does not exist [postgres]', {
+  skip: !postgres,
+}, () => {
+  it('creates it, says so, and seeds it', async () => {
+    const { url: adminUrl, drop } = await (postgres as NonNullable<typeof postgres>).create();
+    // A name that needs quoting (upper case and a hyphen), on a server where it does not exist.
+    const name = `${new URL(adminUrl).pathname.slice(1)}-New`;
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    try {
+      const r = spawnSync(
+        process.execPath,
+        ['src/cli/seed/main.ts', '--users', '10', '--posts', '40', '--db', url.toString()],
+        {
+          cwd: join(import.meta.dirname, '..', '..'),
+          encoding: 'utf8',
+          env: { ...process.env, LOG_LEVEL: 'silent' },
+          timeout: 120_000,
+        },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stderr, new RegExp(`^created the database ${name}$`, 'm'));
+      assert.equal(seedSummary(r.stdout).posts, 40);
+      const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      assert.equal(found.rowCount, 1);
+      const check = runCli('src/cli/main.ts', ['check'], { DATABASE_URL: url.toString() });
+      assert.match(check, /^check OK: 11 users/m);
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await admin.end();
+      await drop();
+    }
+  });
+});
 
 describe('npm run seed --no-bulk [sqlite]', () => {
   it('writes through the API event path when asked', async () => {

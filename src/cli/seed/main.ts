@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { ConfigError, loadConfig } from '../../config.ts';
 import type { Context } from '../../context.ts';
 import { connectDatabase } from '../../db/connect.ts';
+import { createPostgresDatabaseIfMissing } from '../../db/create-database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import { EventBus } from '../../events/bus.ts';
 import { modules } from '../../modules/index.ts';
@@ -65,8 +66,9 @@ export function parseSeedArgs(argv: string[]): {
 }
 
 /**
- * Seeds the database at `url` (migrating it first); refuses a database that already has users. `bulk` defaults to
- * true on both engines: the event path writes the same world a post at a time (docs/decisions.md, thirty-first session).
+ * Seeds the database at `url` (creating a missing PostgreSQL database and migrating it first); refuses a database that
+ * already has users. `bulk` defaults to true on both engines: the event path writes the same world a post at a time
+ * (docs/decisions.md, thirty-first session).
  */
 export async function seedDatabase(
   url: string,
@@ -74,6 +76,7 @@ export async function seedDatabase(
   onProgress?: (phase: string, done: number, total: number) => void,
 ) {
   const config = loadConfig(process.env, { DATABASE_URL: url });
+  await createPostgresDatabaseIfMissing(url);
   // One writer, so nothing to gain from group commit (and its second connection would keep SQLite from leaving WAL
   // mode for the load); two PostgreSQL connections for the two streams of the final index builds.
   const handle = connectDatabase(url, {
@@ -129,6 +132,8 @@ export async function seedDatabase(
 async function main(): Promise<number> {
   const { options, db, bulk } = parseSeedArgs(process.argv.slice(2));
   const url = db ?? loadConfig().DATABASE_URL;
+  const created = await createPostgresDatabaseIfMissing(url);
+  if (created) console.error(`created the database ${created}`);
   console.error(`seeding ${url.replace(/\/\/[^@]*@/, '//')}: ${JSON.stringify(options)}`);
   const bars = new Map<string, { bar: Progress; done: number }>();
   const { counts, seconds, ...rest } = await seedDatabase(url, { ...options, bulk }, (phase, done, total) => {
