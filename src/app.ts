@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import type { Context } from './context.ts';
 import { type ConnectOptions, connectDatabase, type DbHandle } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { ReadGate } from './db/read-gate.ts';
 import { EventBus } from './events/bus.ts';
 import { rejectUnknownFieldFloods } from './http/body-fields.ts';
 import { answerClientError } from './http/client-error.ts';
@@ -80,6 +81,10 @@ export async function buildApp(
     dialect: handle.dialect,
     config,
     bus: new EventBus(),
+    // PostgreSQL rows are parsed and ranked on the event loop; SQLite's reader threads bound that work themselves.
+    ...(handle.dialect === 'postgres' && config.PG_READ_SLOTS > 0
+      ? { readGate: new ReadGate(config.PG_READ_SLOTS) }
+      : {}),
   };
   for (const m of modules) m.subscribe?.(ctx);
 

@@ -216,6 +216,12 @@ export const variables = {
       "SQLite page cache of each reader thread's connection in MB (SQLite's own default is 2). Searches look up the row of each ranked match; with the recent documents' pages cached they took a fifth to a third less time.",
     parse: int(1, 4096),
   },
+  PG_READ_SLOTS: {
+    default: '4',
+    description:
+      'PostgreSQL: searches and tag and association list pages each process computes at once; the others wait their turn in arrival order (0: no limit). Their rows are parsed and ranked on the event loop, so the number in flight bounds how long one turn of the loop takes: under 50 connections of uncached searches its delay p99 was 52-113 ms unbounded and 15-35 ms at 4, for about the same throughput (docs/decisions.md, thirty-second session). Ignored on SQLite, whose reader threads (SQLITE_READERS) run that work.',
+    parse: int(0, 64),
+  },
   SEARCH_CACHE_ITEMS: {
     default: '20000',
     description:

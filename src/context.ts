@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database, Dialect } from './db/database.ts';
 import type { ReadCacheScope, RequestVersion } from './db/exact-cache.ts';
+import type { ReadGate } from './db/read-gate.ts';
 import type { EventBus } from './events/bus.ts';
 
 /** What services need: the database (and its reader), its engine, the configuration and the event bus. */
@@ -12,6 +13,16 @@ export interface Context {
   dialect: Dialect;
   config: Config;
   bus: EventBus;
+  /** PostgreSQL in the API: admits the computation of search answers and list pages a few at a time (heavyRead). */
+  readGate?: ReadGate;
+}
+
+/**
+ * Computes a search answer or a list page through the context's read gate, if it has one. Never nested: a read
+ * admitted must not wait for another slot.
+ */
+export function heavyRead<T>(ctx: Context, read: () => Promise<T>): Promise<T> {
+  return ctx.readGate ? ctx.readGate.run(read) : read();
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import { type Context, readCacheScope } from '../../context.ts';
+import { type Context, heavyRead, readCacheScope } from '../../context.ts';
 import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
 import type { ErrorDetail } from '../../http/errors.ts';
 import { ApiError } from '../../http/errors.ts';
@@ -796,7 +796,7 @@ export async function cachedAnswer<T, A>(
     searchTuning.recentDocs,
   ]);
   const rendered = async () => {
-    const found = await compute();
+    const found = await heavyRead(ctx, compute);
     return { answer: options.render(found), weight: itemCount(found) };
   };
   return (await cachedRead(scope, 'search', key, options.fresh, rendered, (v) => v.weight)).answer;

@@ -1,4 +1,4 @@
-import { type Context, locksRows, readCacheScope } from '../../context.ts';
+import { type Context, heavyRead, locksRows, readCacheScope } from '../../context.ts';
 import type { Db, Dialect } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
@@ -116,10 +116,9 @@ export async function listAssociations<A>(
       countAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
     );
   const compute = async () => {
-    const [rows, total] = await Promise.all([
-      listAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
-      count(),
-    ]);
+    const [rows, total] = await heavyRead(ctx, () =>
+      Promise.all([listAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer), count()]),
+    );
     const page = { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
     return { answer: options.render(page), weight: page.data.length + 1 };
   };

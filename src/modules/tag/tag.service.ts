@@ -1,4 +1,4 @@
-import { type Context, readCacheScope } from '../../context.ts';
+import { type Context, heavyRead, readCacheScope } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
@@ -132,7 +132,7 @@ export async function listTags<A>(
       () => countTagRows(ctx.readDb, lq, viewer),
     );
   const compute = async () => {
-    const page = await listTagPage(ctx, lq, viewer, count);
+    const page = await heavyRead(ctx, () => listTagPage(ctx, lq, viewer, count));
     return { answer: options.render(page), weight: page.data.length + 1 };
   };
   const key = JSON.stringify([query, viewer]);
@@ -339,6 +339,14 @@ const HOUR_MS = 3_600_000;
  * hours (the current, partial hour included), then by uses, then by name; with uses per hour, oldest first.
  */
 export async function trendingHashtags(
+  ctx: Context,
+  options: { window: number; limit: number },
+  viewer: string | null,
+): Promise<TrendingTag[]> {
+  return heavyRead(ctx, () => readTrendingHashtags(ctx, options, viewer));
+}
+
+async function readTrendingHashtags(
   ctx: Context,
   options: { window: number; limit: number },
   viewer: string | null,

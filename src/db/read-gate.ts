@@ -1,0 +1,36 @@
+/**
+ * At most `slots` heavy reads at a time, the others waiting in arrival order. A read admitted runs all its statements
+ * without queueing behind other reads' statements, and the rows of at most `slots` reads reach the event loop at once.
+ */
+export class ReadGate {
+  readonly #slots: number;
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  /** `slots`: reads running at once (at least 1). */
+  constructor(slots: number) {
+    this.#slots = Math.max(1, Math.floor(slots));
+  }
+
+  /** Runs `read` once a slot is free; the slot is freed when it settles, whether it succeeded or failed. */
+  async run<T>(read: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.#slots) {
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    } else {
+      this.#running++;
+    }
+    try {
+      return await read();
+    } finally {
+      const next = this.#waiting.shift();
+      // The slot passes straight to the next reader, so a read arriving meanwhile cannot overtake it.
+      if (next) next();
+      else this.#running--;
+    }
+  }
+
+  /** Reads running and waiting, for tests and metrics. */
+  get load(): { running: number; waiting: number } {
+    return { running: this.#running, waiting: this.#waiting.length };
+  }
+}

@@ -1,0 +1,105 @@
+// PostgreSQL computes searches and list pages a few at a time per process (PG_READ_SLOTS, src/db/read-gate.ts): the
+// rest wait their turn and are answered as they would be without the gate. SQLite has no gate (its reader threads
+// bound that work).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { ReadGate } from '../../src/db/read-gate.ts';
+import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+
+describe('ReadGate', () => {
+  it('runs at most its slots at once, in arrival order, and frees a slot when a read fails', async () => {
+    const gate = new ReadGate(2);
+    let running = 0;
+    let most = 0;
+    const started: number[] = [];
+    const read = (i: number) => async () => {
+      started.push(i);
+      running++;
+      most = Math.max(most, running);
+      await nextTurn();
+      await nextTurn();
+      running--;
+      if (i % 3 === 0) throw new Error(`read ${i} failed`);
+      return i;
+    };
+    const settled = await Promise.allSettled(Array.from({ length: 9 }, (_, i) => gate.run(read(i))));
+    assert.equal(most, 2);
+    assert.deepEqual(started, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.deepEqual(
+      settled.map((s) => (s.status === 'fulfilled' ? s.value : 'failed')),
+      ['failed', 1, 2, 'failed', 4, 5, 'failed', 7, 8],
+    );
+    assert.deepEqual(gate.load, { running: 0, waiting: 0 });
+    assert.equal(await gate.run(async () => 'after the failures'), 'after the failures');
+  });
+});
+
+for (const dialect of testDialects()) {
+  describe(`searches and list pages through the read gate [${dialect.name}]`, () => {
+    let t: TestApp;
+    let alice: TestUser;
+    before(async () => {
+      t = await startTestApp(dialect, { PG_READ_SLOTS: 1 });
+      alice = await t.createUser();
+      for (const word of ['quince', 'quince', 'medlar']) {
+        const res = await t.inject({
+          method: 'POST',
+          url: '/posts',
+          token: alice.token,
+          payload: { body: `${word} season #orchard` },
+        });
+        assert.equal(res.statusCode, 201, res.body);
+      }
+    });
+    after(async () => t?.close());
+
+    it('exists on PostgreSQL only', () => {
+      assert.equal(t.ctx.readGate !== undefined, dialect.name === 'postgres');
+    });
+
+    it('answers concurrent uncached searches and list pages as it answers them one by one', async () => {
+      const urls = [
+        '/search?query=quince',
+        '/search?query=medlar',
+        '/search/types?query=quince',
+        '/tags?filterby[tag_type]=hashtag&sortby[name]=asc',
+        '/tag-associations?limit=100',
+        '/search?query=nothingmatches',
+        '/search?query=quince',
+      ];
+      const get = (url: string) =>
+        t.inject({ method: 'GET', url, token: alice.token, headers: { 'cache-control': 'no-cache' } });
+      const alone = [];
+      for (const url of urls) alone.push(await get(url));
+      // All at once, watching the gate while they run.
+      let most = { running: 0, waiting: 0 };
+      let done = false;
+      const watch = (async () => {
+        while (!done) {
+          const load = t.ctx.readGate?.load ?? { running: 0, waiting: 0 };
+          most = {
+            running: Math.max(most.running, load.running),
+            waiting: Math.max(most.waiting, load.waiting),
+          };
+          await nextTurn();
+        }
+      })();
+      const together = await Promise.all(urls.map(get));
+      done = true;
+      await watch;
+      for (const [i, res] of together.entries()) {
+        assert.equal(res.statusCode, 200, `${urls[i]}: ${res.body}`);
+        assert.deepEqual(body(res).data, body(alone[i] as (typeof together)[number]).data, urls[i]);
+      }
+      assert.equal(body(together[0] as (typeof together)[number]).data.length, 2);
+      assert.equal(body(together[3] as (typeof together)[number]).data.length, 1);
+      assert.equal(body(together[4] as (typeof together)[number]).data.length, 3);
+      if (dialect.name === 'postgres') {
+        assert.equal(most.running, 1, 'one computation at a time with PG_READ_SLOTS=1');
+        assert.ok(most.waiting >= 1, 'the others waited their turn');
+        assert.deepEqual(t.ctx.readGate?.load, { running: 0, waiting: 0 });
+      }
+    });
+  });
+}
