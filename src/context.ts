@@ -18,11 +18,11 @@ export interface Context {
 }
 
 /**
- * Computes a search answer or a list page through the context's read gate, if it has one. Never nested: a read
- * admitted must not wait for another slot.
+ * Computes a search answer or a list page through the context's read gate, if it has one; `abandoned` says whether
+ * the caller has gone (ReadGate.run). Never nested: a read admitted must not wait for another slot.
  */
-export function heavyRead<T>(ctx: Context, read: () => Promise<T>): Promise<T> {
-  return ctx.readGate ? ctx.readGate.run(read) : read();
+export function heavyRead<T>(ctx: Context, read: () => Promise<T>, abandoned?: () => boolean): Promise<T> {
+  return ctx.readGate ? ctx.readGate.run(read, abandoned) : read();
 }
 
 /**

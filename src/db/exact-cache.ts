@@ -324,6 +324,8 @@ export interface AnswerOptions<V, A> {
   fresh: boolean;
   version: RequestVersion | null | undefined;
   render: (value: V) => A;
+  /** Whether the client has gone, so a computation still waiting for its turn need not run (src/db/read-gate.ts). */
+  abandoned?: () => boolean;
 }
 
 // A cache whose scope names no byte budget still has one.

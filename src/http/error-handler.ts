@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isForeignKeyViolation } from '../db/errors.ts';
+import { ReadAbandonedError } from '../db/read-gate.ts';
 import { nowSeconds } from './envelope.ts';
 import { ApiError, type ErrorDetail } from './errors.ts';
 import { NAME_TEXT, SHOWN_TEXT, VISIBLE_TEXT } from './schemas.ts';
@@ -334,6 +335,15 @@ export function installErrorHandler(app: FastifyInstance): void {
               'An item this request refers to (for example your account or the target) was removed while the request ran; nothing was changed. Check that it still exists and retry.',
               request.id,
             ),
+          );
+      }
+      if (error instanceof ReadAbandonedError) {
+        // Nobody is there to read it; the status is for the request log.
+        request.log.info('client closed the connection before its read was computed');
+        return reply
+          .status(503)
+          .send(
+            errorBody('unavailable', 'The connection was closed before the answer was computed.', request.id),
           );
       }
       if (isUnavailable(error as never)) {

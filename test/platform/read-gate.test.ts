@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { ReadGate } from '../../src/db/read-gate.ts';
+import { ReadAbandonedError, ReadGate } from '../../src/db/read-gate.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 describe('ReadGate', () => {
@@ -32,6 +32,28 @@ describe('ReadGate', () => {
     );
     assert.deepEqual(gate.load, { running: 0, waiting: 0 });
     assert.equal(await gate.run(async () => 'after the failures'), 'after the failures');
+  });
+
+  it('does not run a waiting read whose caller has gone, and passes its slot on', async () => {
+    const gate = new ReadGate(1);
+    let release = () => {};
+    const held = gate.run(() => new Promise<void>((resolve) => (release = resolve)));
+    let gone = false;
+    let ran = false;
+    const left = gate.run(
+      async () => {
+        ran = true;
+      },
+      () => gone,
+    );
+    const next = gate.run(async () => 'next');
+    gone = true;
+    release();
+    await held;
+    await assert.rejects(left, ReadAbandonedError);
+    assert.equal(ran, false);
+    assert.equal(await next, 'next');
+    assert.deepEqual(gate.load, { running: 0, waiting: 0 });
   });
 });
 
@@ -99,6 +121,52 @@ for (const dialect of testDialects()) {
         assert.equal(most.running, 1, 'one computation at a time with PG_READ_SLOTS=1');
         assert.ok(most.waiting >= 1, 'the others waited their turn');
         assert.deepEqual(t.ctx.readGate?.load, { running: 0, waiting: 0 });
+      }
+    });
+
+    it('skips the search of a client that closed its connection while waiting, and serves the next', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const gate = t.ctx.readGate as ReadGate;
+      // Every read the gate is asked to run, and how it ended.
+      const outcomes: string[] = [];
+      const run = gate.run.bind(gate);
+      gate.run = (read, abandoned) =>
+        run(read, abandoned).then(
+          (v) => {
+            outcomes.push('ran');
+            return v;
+          },
+          (err) => {
+            outcomes.push(err instanceof ReadAbandonedError ? 'abandoned' : 'failed');
+            throw err;
+          },
+        );
+      const address = await t.app.listen({ host: '127.0.0.1', port: 0 });
+      try {
+        // The only slot, held until the client below has gone.
+        let release = () => {};
+        const held = run(() => new Promise<void>((resolve) => (release = resolve)));
+        const abort = new AbortController();
+        const headers = { authorization: `Bearer ${alice.token}`, 'cache-control': 'no-cache' };
+        const gone = fetch(`${address}/search?query=quince`, { headers, signal: abort.signal }).catch(
+          (err: Error) => err.name,
+        );
+        while (gate.load.waiting < 1) await nextTurn();
+        abort.abort();
+        assert.equal(await gone, 'AbortError');
+        // The server sees the connection close on a later turn.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const served = fetch(`${address}/search?query=medlar`, { headers });
+        while (gate.load.waiting < 2) await nextTurn();
+        release();
+        await held;
+        const res = await served;
+        assert.equal(res.status, 200);
+        assert.equal(((await res.json()) as { data: unknown[] }).data.length, 1);
+        assert.deepEqual(outcomes, ['abandoned', 'ran']);
+      } finally {
+        gate.run = run;
       }
     });
   });

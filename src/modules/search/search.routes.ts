@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import type { Context } from '../../context.ts';
 import { asksNoCache } from '../../http/cache-control.ts';
+import { clientGone } from '../../http/client-gone.ts';
 import { ListEnvelope, okList } from '../../http/envelope.ts';
 import { renderAnswer, sendRendered } from '../../http/rendered.ts';
 import {
@@ -55,6 +56,7 @@ export default async function searchRoutes(app: FastifyInstance, opts: { ctx: Co
         const options = {
           fresh: asksNoCache(request.headers['cache-control']),
           version: request.readVersion,
+          abandoned: clientGone(request),
           render: (found: service.SearchResult<unknown>) =>
             renderAnswer(reply, okList(found.data, found.count)),
         };

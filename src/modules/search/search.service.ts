@@ -796,7 +796,7 @@ export async function cachedAnswer<T, A>(
     searchTuning.recentDocs,
   ]);
   const rendered = async () => {
-    const found = await heavyRead(ctx, compute);
+    const found = await heavyRead(ctx, compute, options.abandoned);
     return { answer: options.render(found), weight: itemCount(found) };
   };
   return (await cachedRead(scope, 'search', key, options.fresh, rendered, (v) => v.weight)).answer;

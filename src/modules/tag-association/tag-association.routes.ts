@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
 import { asksNoCache } from '../../http/cache-control.ts';
+import { clientGone } from '../../http/client-gone.ts';
 import { isOperationEnabled } from '../../http/disabled.ts';
 import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
@@ -83,6 +84,7 @@ export default async function tagAssociationRoutes(
       const answer = await listAssociations(ctx, query, request.auth?.userUuid ?? null, {
         fresh: asksNoCache(request.headers['cache-control']),
         version: request.readVersion,
+        abandoned: clientGone(request),
         render: (page) => renderAnswer(reply, okList(page.data, page.count)),
       });
       return sendRendered(reply, answer);

@@ -116,8 +116,10 @@ export async function listAssociations<A>(
       countAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
     );
   const compute = async () => {
-    const [rows, total] = await heavyRead(ctx, () =>
-      Promise.all([listAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer), count()]),
+    const [rows, total] = await heavyRead(
+      ctx,
+      () => Promise.all([listAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer), count()]),
+      options.abandoned,
     );
     const page = { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
     return { answer: options.render(page), weight: page.data.length + 1 };

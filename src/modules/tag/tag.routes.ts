@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
 import { asksNoCache } from '../../http/cache-control.ts';
+import { clientGone } from '../../http/client-gone.ts';
 import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { invalidField } from '../../http/errors.ts';
@@ -50,7 +51,7 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
     async (request) => {
       const q = request.query as { window?: number; limit?: number };
       const options = { window: q.window ?? 24, limit: q.limit ?? 10 };
-      return ok(await trendingHashtags(ctx, options, viewer(request)));
+      return ok(await trendingHashtags(ctx, options, viewer(request), clientGone(request)));
     },
   );
 
@@ -101,6 +102,7 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
       const answer = await listTags(ctx, query, viewer(request), {
         fresh: asksNoCache(request.headers['cache-control']),
         version: request.readVersion,
+        abandoned: clientGone(request),
         render: (page) => renderAnswer(reply, okList(page.data, page.count)),
       });
       return sendRendered(reply, answer);

@@ -132,7 +132,7 @@ export async function listTags<A>(
       () => countTagRows(ctx.readDb, lq, viewer),
     );
   const compute = async () => {
-    const page = await heavyRead(ctx, () => listTagPage(ctx, lq, viewer, count));
+    const page = await heavyRead(ctx, () => listTagPage(ctx, lq, viewer, count), options.abandoned);
     return { answer: options.render(page), weight: page.data.length + 1 };
   };
   const key = JSON.stringify([query, viewer]);
@@ -342,8 +342,9 @@ export async function trendingHashtags(
   ctx: Context,
   options: { window: number; limit: number },
   viewer: string | null,
+  abandoned?: () => boolean,
 ): Promise<TrendingTag[]> {
-  return heavyRead(ctx, () => readTrendingHashtags(ctx, options, viewer));
+  return heavyRead(ctx, () => readTrendingHashtags(ctx, options, viewer), abandoned);
 }
 
 async function readTrendingHashtags(
