@@ -219,7 +219,7 @@ export const variables = {
   PG_READ_SLOTS: {
     default: '4',
     description:
-      'PostgreSQL: searches and tag and association list pages each process computes at once; the others wait their turn in arrival order, and one whose client has closed the connection meanwhile is not computed (0: no limit). Their rows are parsed and ranked on the event loop, so the number in flight bounds how long one turn of the loop takes: under 50 connections of uncached searches its delay p99 was 42-113 ms unbounded and 27-38 ms at 4, for about the same throughput (docs/decisions.md, thirty-second session). Ignored on SQLite, whose reader threads (SQLITE_READERS) run that work.',
+      'PostgreSQL: searches, tag and association list pages and trending hashtags each process computes at once; the others wait their turn in arrival order, and one whose client has closed the connection meanwhile is not computed (0: no limit). Their rows are parsed and ranked on the event loop, so the number in flight bounds how long one turn of the loop takes: under 50 connections of uncached searches its delay p99 was 42-113 ms unbounded and 27-38 ms at 4, for about the same throughput (docs/decisions.md, thirty-second session). Ignored on SQLite, whose reader threads (SQLITE_READERS) run that work.',
     parse: int(0, 64),
   },
   SEARCH_CACHE_ITEMS: {

@@ -16,7 +16,17 @@ function quoteIdentifier(name: string): string {
  */
 export async function createPostgresDatabaseIfMissing(url: string): Promise<string | undefined> {
   if (!url.startsWith('postgres://') && !url.startsWith('postgresql://')) return undefined;
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  let name: string;
+  let admin: URL;
+  try {
+    // pg decodes the name with decodeURI; a URL the WHATWG parser refuses (a socket folder in ?host= with an empty
+    // host) is left to pg, which then reports a missing database itself.
+    name = decodeURI(new URL(url).pathname.slice(1));
+    admin = new URL(url);
+    admin.pathname = '/postgres';
+  } catch {
+    return undefined;
+  }
   const probe = new pg.Client({ connectionString: url });
   try {
     await probe.connect();
@@ -27,11 +37,9 @@ export async function createPostgresDatabaseIfMissing(url: string): Promise<stri
   } finally {
     await probe.end().catch(() => {});
   }
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
   try {
+    await client.connect();
     await client.query(`CREATE DATABASE ${quoteIdentifier(name)}`);
     return name;
   } catch (err) {
@@ -39,6 +47,6 @@ export async function createPostgresDatabaseIfMissing(url: string): Promise<stri
     if ((err as { code?: unknown }).code === DUPLICATE_DATABASE) return undefined;
     throw err;
   } finally {
-    await client.end();
+    await client.end().catch(() => {});
   }
 }

@@ -163,6 +163,28 @@ export function approxBytes(value: unknown): number {
 }
 
 /**
+ * The callers sharing one computation: it may be skipped (src/db/read-gate.ts) only when every one of them has gone,
+ * never because the first caller left while others joined it.
+ */
+class Callers {
+  #checks: (() => boolean)[] | undefined;
+
+  /** `abandoned`: the first caller's check; without one the caller can never be gone. */
+  constructor(abandoned: (() => boolean) | undefined) {
+    this.#checks = abandoned ? [abandoned] : undefined;
+  }
+
+  /** Adds a caller that joins the computation. */
+  join(abandoned: (() => boolean) | undefined): void {
+    if (!abandoned) this.#checks = undefined;
+    else this.#checks?.push(abandoned);
+  }
+
+  /** Whether every caller has gone. */
+  readonly gone = (): boolean => this.#checks?.every((check) => check()) === true;
+}
+
+/**
  * An exact cache of read answers (searches, single tags, karma records, token checks): an answer is reused only
  * while the database is unchanged since it was computed (any committed write anywhere, by this process or another,
  * moves the data version: `readVersions`; token checks are kept under the auth version, which every write they
@@ -172,7 +194,7 @@ export function approxBytes(value: unknown): number {
  */
 export class ExactCache<T> {
   readonly #entries = new Map<string, { version: string; value: T; weight: number; bytes: number }>();
-  readonly #pending = new Map<string, Promise<T>>();
+  readonly #pending = new Map<string, { promise: Promise<T>; callers: Callers }>();
   readonly #weigh: (value: T) => number;
   #weight = 0;
   #bytes = 0;
@@ -194,17 +216,25 @@ export class ExactCache<T> {
 
   /**
    * The cached answer for `key` at this data version, or the one `compute` gives (then cached). `fresh` skips the
-   * cached and shared answers and computes anew (the client asked for no cached answer).
+   * cached and shared answers and computes anew (the client asked for no cached answer). `abandoned` says whether
+   * this caller has gone; `compute` is given whether every caller sharing the computation has (Callers.gone).
    */
-  async get(version: string, key: string, compute: () => Promise<T>, fresh = false): Promise<T> {
-    if (this.maxWeight <= 0) return compute();
+  async get(
+    version: string,
+    key: string,
+    compute: (gone: () => boolean) => Promise<T>,
+    fresh = false,
+    abandoned?: () => boolean,
+  ): Promise<T> {
+    const own = new Callers(abandoned);
+    if (this.maxWeight <= 0) return compute(own.gone);
     if (version !== this.#version) {
       // The database changed: every answer computed before is outdated.
       this.clear();
       this.#version = version;
     }
     if (fresh) {
-      const value = await compute();
+      const value = await compute(own.gone);
       if (this.#version === version) this.#store(key, version, value);
       return value;
     }
@@ -217,9 +247,12 @@ export class ExactCache<T> {
     }
     const pendingKey = `${version}\u0000${key}`;
     const running = this.#pending.get(pendingKey);
-    if (running) return running;
-    const promise = compute();
-    this.#pending.set(pendingKey, promise);
+    if (running) {
+      running.callers.join(abandoned);
+      return running.promise;
+    }
+    const promise = compute(own.gone);
+    this.#pending.set(pendingKey, { promise, callers: own });
     try {
       const value = await promise;
       // Stored only if no write was seen meanwhile (a newer version cleared the cache and started a new one).
@@ -337,17 +370,19 @@ const readCaches = new WeakMap<Db, Map<string, ExactCache<unknown>>>();
 /**
  * The answer of a read from the exact cache named `purpose` of `scope` while the database is unchanged since it was
  * computed, else `compute`d (and kept). `fresh` (the request said `Cache-Control: no-cache`) computes anew.
- * `weigh` gives an answer's weight against the capacity (default 1 per answer).
+ * `weigh` gives an answer's weight against the capacity (default 1 per answer). `abandoned` says whether the caller
+ * has gone; `compute` is given whether every caller sharing its computation has (ExactCache.get).
  */
 export async function cachedRead<T>(
   scope: ReadCacheScope,
   purpose: string,
   key: string,
   fresh: boolean,
-  compute: () => Promise<T>,
+  compute: (gone: () => boolean) => Promise<T>,
   weigh: (value: T) => number = () => 1,
+  abandoned?: () => boolean,
 ): Promise<T> {
-  if (scope.capacity <= 0) return compute();
+  if (scope.capacity <= 0) return compute(abandoned ?? (() => false));
   let byPurpose = readCaches.get(scope.db);
   if (!byPurpose) {
     byPurpose = new Map();
@@ -359,5 +394,5 @@ export async function cachedRead<T>(
     byPurpose.set(purpose, cache as ExactCache<unknown>);
   }
   const versions = scope.version ? await scope.version.get() : await readVersions(scope.db, scope.dialect);
-  return cache.get(versions[scope.keyedBy ?? 'data'], key, compute, fresh);
+  return cache.get(versions[scope.keyedBy ?? 'data'], key, compute, fresh, abandoned);
 }

@@ -7,8 +7,8 @@ export class ReadAbandonedError extends Error {
 }
 
 /**
- * At most `slots` heavy reads at a time, the others waiting in arrival order. A read admitted runs all its statements
- * without queueing behind other reads' statements, and the rows of at most `slots` reads reach the event loop at once.
+ * At most `slots` heavy reads at a time, the others waiting in arrival order: the rows of at most `slots` of them reach
+ * the event loop at once, and a read admitted no longer waits behind the statements of every other heavy read.
  */
 export class ReadGate {
   readonly #slots: number;

@@ -165,6 +165,30 @@ for (const dialect of testDialects()) {
         assert.equal(res.status, 200);
         assert.equal(((await res.json()) as { data: unknown[] }).data.length, 1);
         assert.deepEqual(outcomes, ['abandoned', 'ran']);
+
+        // Identical requests share one computation (the exact cache): the first client leaving must not fail the
+        // others that joined it.
+        outcomes.length = 0;
+        const heldAgain = run(() => new Promise<void>((resolve) => (release = resolve)));
+        const url = '/search?query=quince&limit=7';
+        const leaving = new AbortController();
+        const first = fetch(`${address}${url}`, {
+          headers: { authorization: `Bearer ${alice.token}` },
+          signal: leaving.signal,
+        }).catch((err: Error) => err.name);
+        while (gate.load.waiting < 1) await nextTurn();
+        const joined = t.inject({ method: 'GET', url, token: alice.token });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal(gate.load.waiting, 1, 'the second request joined the first one computation');
+        leaving.abort();
+        assert.equal(await first, 'AbortError');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        release();
+        await heldAgain;
+        const res2 = await joined;
+        assert.equal(res2.statusCode, 200, res2.body);
+        assert.equal(body(res2).data.length, 2);
+        assert.deepEqual(outcomes, ['ran']);
       } finally {
         gate.run = run;
       }

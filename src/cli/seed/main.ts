@@ -76,6 +76,7 @@ export async function seedDatabase(
   onProgress?: (phase: string, done: number, total: number) => void,
 ) {
   const config = loadConfig(process.env, { DATABASE_URL: url });
+  // For callers other than the CLI (the demo, tests); the CLI has created it already and said so.
   await createPostgresDatabaseIfMissing(url);
   // One writer, so nothing to gain from group commit (and its second connection would keep SQLite from leaving WAL
   // mode for the load); two PostgreSQL connections for the two streams of the final index builds.

@@ -795,11 +795,12 @@ export async function cachedAnswer<T, A>(
     searchTuning.rankedCandidates,
     searchTuning.recentDocs,
   ]);
-  const rendered = async () => {
-    const found = await heavyRead(ctx, compute, options.abandoned);
+  const rendered = async (gone: () => boolean) => {
+    const found = await heavyRead(ctx, compute, gone);
     return { answer: options.render(found), weight: itemCount(found) };
   };
-  return (await cachedRead(scope, 'search', key, options.fresh, rendered, (v) => v.weight)).answer;
+  return (await cachedRead(scope, 'search', key, options.fresh, rendered, (v) => v.weight, options.abandoned))
+    .answer;
 }
 
 /** GET /search: mixed kinds ranked together; a `#` query searches hashtags in the tag store instead. */

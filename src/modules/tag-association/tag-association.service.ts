@@ -115,11 +115,11 @@ export async function listAssociations<A>(
     cachedRead(scope, 'tag-association-counts', countKey, options.fresh, () =>
       countAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer),
     );
-  const compute = async () => {
+  const compute = async (gone: () => boolean) => {
     const [rows, total] = await heavyRead(
       ctx,
       () => Promise.all([listAssociationRows(ctx.readDb, ctx.dialect, lq, language, viewer), count()]),
-      options.abandoned,
+      gone,
     );
     const page = { data: rows.map(toApi), count: { offset: lq.offset, limit: lq.limit, total } };
     return { answer: options.render(page), weight: page.data.length + 1 };
@@ -132,6 +132,7 @@ export async function listAssociations<A>(
     options.fresh,
     compute,
     (v) => v.weight,
+    options.abandoned,
   );
   return answer;
 }

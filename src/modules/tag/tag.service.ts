@@ -131,12 +131,20 @@ export async function listTags<A>(
       options.fresh,
       () => countTagRows(ctx.readDb, lq, viewer),
     );
-  const compute = async () => {
-    const page = await heavyRead(ctx, () => listTagPage(ctx, lq, viewer, count), options.abandoned);
+  const compute = async (gone: () => boolean) => {
+    const page = await heavyRead(ctx, () => listTagPage(ctx, lq, viewer, count), gone);
     return { answer: options.render(page), weight: page.data.length + 1 };
   };
   const key = JSON.stringify([query, viewer]);
-  const { answer } = await cachedRead(scope, 'tags', key, options.fresh, compute, (v) => v.weight);
+  const { answer } = await cachedRead(
+    scope,
+    'tags',
+    key,
+    options.fresh,
+    compute,
+    (v) => v.weight,
+    options.abandoned,
+  );
   return answer;
 }
 
