@@ -143,6 +143,17 @@ for (const dialect of testDialects()) {
           },
         );
       const address = await t.app.listen({ host: '127.0.0.1', port: 0 });
+      const connections = () =>
+        new Promise<number>((resolve) => t.app.server.getConnections((_err, n) => resolve(n)));
+      /** Aborts a client's request and waits until the server has seen its connection close. */
+      const abortAndWait = async (controller: AbortController) => {
+        const open = await connections();
+        controller.abort();
+        for (let i = 0; i < 500 && (await connections()) >= open; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        assert.ok((await connections()) < open, 'the server saw the aborted connection close');
+      };
       try {
         // The only slot, held until the client below has gone.
         let release = () => {};
@@ -153,10 +164,8 @@ for (const dialect of testDialects()) {
           (err: Error) => err.name,
         );
         while (gate.load.waiting < 1) await nextTurn();
-        abort.abort();
+        await abortAndWait(abort);
         assert.equal(await gone, 'AbortError');
-        // The server sees the connection close on a later turn.
-        await new Promise((resolve) => setTimeout(resolve, 100));
         const served = fetch(`${address}/search?query=medlar`, { headers });
         while (gate.load.waiting < 2) await nextTurn();
         release();
@@ -180,9 +189,8 @@ for (const dialect of testDialects()) {
         const joined = t.inject({ method: 'GET', url, token: alice.token });
         await new Promise((resolve) => setTimeout(resolve, 300));
         assert.equal(gate.load.waiting, 1, 'the second request joined the first one computation');
-        leaving.abort();
+        await abortAndWait(leaving);
         assert.equal(await first, 'AbortError');
-        await new Promise((resolve) => setTimeout(resolve, 100));
         release();
         await heldAgain;
         const res2 = await joined;
