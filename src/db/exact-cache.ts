@@ -226,15 +226,14 @@ export class ExactCache<T> {
     fresh = false,
     abandoned?: () => boolean,
   ): Promise<T> {
-    const own = new Callers(abandoned);
-    if (this.maxWeight <= 0) return compute(own.gone);
+    if (this.maxWeight <= 0) return compute(new Callers(abandoned).gone);
     if (version !== this.#version) {
       // The database changed: every answer computed before is outdated.
       this.clear();
       this.#version = version;
     }
     if (fresh) {
-      const value = await compute(own.gone);
+      const value = await compute(new Callers(abandoned).gone);
       if (this.#version === version) this.#store(key, version, value);
       return value;
     }
@@ -251,8 +250,10 @@ export class ExactCache<T> {
       running.callers.join(abandoned);
       return running.promise;
     }
-    const promise = compute(own.gone);
-    this.#pending.set(pendingKey, { promise, callers: own });
+    // Created only for a computation: a cached answer, the usual case, allocates nothing for it.
+    const callers = new Callers(abandoned);
+    const promise = compute(callers.gone);
+    this.#pending.set(pendingKey, { promise, callers });
     try {
       const value = await promise;
       // Stored only if no write was seen meanwhile (a newer version cleared the cache and started a new one).

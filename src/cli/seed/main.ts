@@ -66,8 +66,8 @@ export function parseSeedArgs(argv: string[]): {
 }
 
 /**
- * Seeds the database at `url` (creating a missing PostgreSQL database and migrating it first); refuses a database that
- * already has users. `bulk` defaults to true on both engines: the event path writes the same world a post at a time
+ * Seeds the database at `url` (migrating it first; the CLI creates a missing PostgreSQL database before); refuses a
+ * database that already has users. `bulk` defaults to true on both engines: the event path writes the same world a post at a time
  * (docs/decisions.md, thirty-first session).
  */
 export async function seedDatabase(
@@ -76,8 +76,6 @@ export async function seedDatabase(
   onProgress?: (phase: string, done: number, total: number) => void,
 ) {
   const config = loadConfig(process.env, { DATABASE_URL: url });
-  // For callers other than the CLI (the demo, tests); the CLI has created it already and said so.
-  await createPostgresDatabaseIfMissing(url);
   // One writer, so nothing to gain from group commit (and its second connection would keep SQLite from leaving WAL
   // mode for the load); two PostgreSQL connections for the two streams of the final index builds.
   const handle = connectDatabase(url, {
