@@ -64,6 +64,18 @@ function unavailableError(message: string): Error {
 
 const CLOSED = 'The reader pool is closed.';
 
+/** Rows posted as arrays (reader-worker.ts) as the objects Kysely returns: a later column of a name wins, as in SQLite's. */
+function rowObjects(columns: string[], rows: unknown[][]): Record<string, unknown>[] {
+  const out = new Array<Record<string, unknown>>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const values = rows[i] as unknown[];
+    const row: Record<string, unknown> = {};
+    for (let k = 0; k < columns.length; k++) row[columns[k] as string] = values[k];
+    out[i] = row;
+  }
+  return out;
+}
+
 /**
  * Runs SELECTs on worker threads, each with its own read-only connection to the same WAL file, so a slow read
  * (ranked search, deep sorted page) no longer blocks the event loop: node:sqlite is synchronous.
@@ -142,7 +154,7 @@ export class ReaderPool {
       reader.job = undefined;
       worker.unref();
       if ('error' in response) job.reject(sqliteError(response.error));
-      else job.resolve(response.rows);
+      else job.resolve(rowObjects(response.columns, response.rows));
       this.#dispatch();
     });
     const lost = (err: Error) => {

@@ -8,9 +8,9 @@ export interface ReaderRequest {
   parameters: unknown[];
 }
 
-/** What the worker answers: the rows, or the error's message and SQLite codes. */
+/** What the worker answers: the column names and the rows as arrays of values, or the error's message and codes. */
 export type ReaderResponse =
-  | { id: number; rows: unknown[] }
+  | { id: number; columns: string[]; rows: unknown[][] }
   | { id: number; error: { message: string; code?: string; errcode?: number; errstr?: string } };
 
 const { path, busyTimeoutMs, cacheMb } = workerData as {
@@ -32,9 +32,9 @@ parentPort?.on('message', (request: ReaderRequest) => {
     // Binding (Date -> ISO, boolean -> 1/0, undefined -> NULL) and plain rows come from the shared driver code.
     // Row by row rather than all(): JavaScript runs between rows, so a read that outgrows the thread's heap limit
     // stops at once; inside all() the collector would thrash for minutes until the whole result was built.
-    const rows: unknown[] = [];
-    for (const row of stmt.iterate(request.parameters)) rows.push(row);
-    response = { id: request.id, rows };
+    const rows: unknown[][] = [];
+    for (const row of stmt.iterateArrays(request.parameters)) rows.push(row);
+    response = { id: request.id, columns: stmt.columnNames(), rows };
   } catch (err) {
     const e = err as { message?: string; code?: string; errcode?: number; errstr?: string };
     response = {

@@ -48,7 +48,8 @@ function plain(row: unknown): unknown {
   return row === undefined ? row : { ...(row as object) };
 }
 
-class CachedStatement implements SqliteStatement {
+/** A prepared statement of a NodeSqliteDatabase, as Kysely's SQLite driver calls it. */
+export class CachedStatement implements SqliteStatement {
   readonly reader: boolean;
   readonly #stmt: StatementSync;
 
@@ -68,6 +69,25 @@ class CachedStatement implements SqliteStatement {
 
   *iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
     for (const row of this.#stmt.iterate(...(bindAll(parameters) as never[]))) yield plain(row);
+  }
+
+  /** The names of the result's columns, in order (the keys of iterate's rows). */
+  columnNames(): string[] {
+    return this.#stmt.columns().map((c) => c.name);
+  }
+
+  /**
+   * The rows as arrays in column order: a reader thread posts them to the main thread, and an array of values is
+   * copied between threads in about half the time of an object that names each of its keys again.
+   */
+  *iterateArrays(parameters: ReadonlyArray<unknown>): IterableIterator<unknown[]> {
+    this.#stmt.setReturnArrays(true);
+    try {
+      for (const row of this.#stmt.iterate(...(bindAll(parameters) as never[])))
+        yield row as unknown as unknown[];
+    } finally {
+      this.#stmt.setReturnArrays(false);
+    }
   }
 }
 
@@ -134,7 +154,7 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     this.#searchNoted = false;
   }
 
-  prepare(sql: string): SqliteStatement {
+  prepare(sql: string): CachedStatement {
     let stmt = this.#cache.get(sql);
     if (stmt) {
       // Refresh recency so the cache evicts the least recently used statement.

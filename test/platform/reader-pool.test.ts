@@ -45,6 +45,29 @@ for (const dialect of testDialects()) {
       assert.deepEqual({ ...bound.rows[0] }, { b: 1, d: '1970-01-01T00:00:00.000Z', u: null });
     });
 
+    it('gives rows of every value type, and a repeated column name, as the main connection does', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      // The readers post rows as arrays of values with the column names once (reader-worker.ts); the pool builds
+      // the objects the main connection would have returned.
+      const query = sql<Record<string, unknown>>`
+        select 1 as a, 'first' as dup, 2.5 as f, null as n, x'00ff' as b, 'second' as dup, 'é✓' as t
+        union all select 2, 'x', -1e300, null, x'', 'y', ''`;
+      const viaPool = (await query.execute(t.ctx.readDb)).rows;
+      const direct = (await query.execute(t.ctx.db)).rows;
+      assert.deepEqual(viaPool, direct);
+      assert.deepEqual(Object.keys(viaPool[0] as object), ['a', 'dup', 'f', 'n', 'b', 't']);
+      assert.deepEqual(viaPool[0], {
+        a: 1,
+        dup: 'second',
+        f: 2.5,
+        n: null,
+        b: new Uint8Array([0, 255]),
+        t: 'é✓',
+      });
+      assert.equal((await sql`select 1 as a where 0`.execute(t.ctx.readDb)).rows.length, 0);
+    });
+
     it('lists a message right after it was sent (read-your-writes through HTTP)', async () => {
       const alice = await t.createUser();
       const bob = await t.createUser();
