@@ -24,26 +24,48 @@ export function textStats(terms: readonly string[], title: string | null, body: 
   return { title: fieldStats(title, terms, titleTf), body: fieldStats(body, terms, bodyTf), titleTf, bodyTf };
 }
 
-/** TextStats as one text: the two word counts, then each term's title and body matches, blank-separated. */
+/**
+ * TextStats as one text of whole numbers, blank-separated: the two word counts, then each term's title and body
+ * matches in halves (a match counts 1 or 0.5, so twice a sum is whole), which decodeTextStats reads without
+ * splitting the text or parsing a fraction.
+ */
 export function encodeTextStats(stats: TextStats): string {
-  return `${stats.title} ${stats.body} ${stats.titleTf.join(' ')} ${stats.bodyTf.join(' ')}`;
+  let text = `${stats.title} ${stats.body}`;
+  for (const f of stats.titleTf) text += ` ${f * 2}`;
+  for (const f of stats.bodyTf) text += ` ${f * 2}`;
+  return text;
 }
 
 /**
- * The TextStats of an encodeTextStats text for `termCount` terms. Throws when the text holds another number of terms:
- * the statistics were computed for other terms than those they are scored with.
+ * The TextStats of an encodeTextStats text for `termCount` terms, read digit by digit (a search decodes up to 1,000
+ * of them on the event loop). Throws when the text holds another number of terms, the statistics computed for other
+ * terms than those they are scored with, or anything but digits and blanks.
  */
 export function decodeTextStats(text: string, termCount: number): TextStats {
-  const parts = text.split(' ').map(Number);
-  if (parts.length !== 2 + 2 * termCount) {
-    throw new Error(`text statistics for ${(parts.length - 2) / 2} terms scored with ${termCount}`);
+  const values: number[] = [];
+  let value = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 32) {
+      values.push(value);
+      value = 0;
+    } else if (c >= 48 && c <= 57) {
+      value = value * 10 + (c - 48);
+    } else {
+      throw new Error(`text statistics hold ${JSON.stringify(text[i])}: only whole numbers are written`);
+    }
   }
-  return {
-    title: parts[0] ?? 0,
-    body: parts[1] ?? 0,
-    titleTf: parts.slice(2, 2 + termCount),
-    bodyTf: parts.slice(2 + termCount, 2 + 2 * termCount),
-  };
+  values.push(value);
+  if (values.length !== 2 + 2 * termCount) {
+    throw new Error(`text statistics for ${(values.length - 2) / 2} terms scored with ${termCount}`);
+  }
+  const titleTf = new Array<number>(termCount);
+  const bodyTf = new Array<number>(termCount);
+  for (let j = 0; j < termCount; j++) {
+    titleTf[j] = (values[2 + j] as number) / 2;
+    bodyTf[j] = (values[2 + termCount + j] as number) / 2;
+  }
+  return { title: values[0] as number, body: values[1] as number, titleTf, bodyTf };
 }
 
 // The terms text of the last search_stats call, split: every row of one query passes the same terms.

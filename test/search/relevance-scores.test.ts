@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decodeTextStats, textStats } from '../../src/db/search-stats.ts';
+import { decodeTextStats, encodeTextStats, textStats } from '../../src/db/search-stats.ts';
 import { NodeSqliteDatabase } from '../../src/db/sqlite-driver.ts';
 import { queryTerms, relevanceScores } from '../../src/modules/search/search.query.ts';
 
@@ -75,7 +75,15 @@ describe('relevance scores', () => {
       titleTf: [0, 0],
       bodyTf: [0, 1],
     });
-    assert.throws(() => decodeTextStats('2 6 1 1 1 1.5', 3), /for 2 terms scored with 3/);
+    assert.throws(() => decodeTextStats('2 6 2 2 2 3', 3), /for 2 terms scored with 3/);
+    assert.throws(() => decodeTextStats('2 6 1.5 2', 1), /only whole numbers/);
+  });
+
+  it('encode the statistics as whole numbers and decode them as they were', () => {
+    const stats = textStats(['coffee', 'morning', 'tea'], 'Coffee coffees', 'mornings, Morning TEA; teatime');
+    assert.deepEqual(stats, { title: 2, body: 4, titleTf: [1.5, 0, 0], bodyTf: [0, 1.5, 1.5] });
+    assert.equal(encodeTextStats(stats), '2 4 3 0 0 0 3 3');
+    assert.deepEqual(decodeTextStats(encodeTextStats(stats), 3), stats);
   });
 
   it('count an exact word fully, a prefix or a word the term continues by half', () => {
