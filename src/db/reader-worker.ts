@@ -29,7 +29,8 @@ parentPort?.on('message', (request: ReaderRequest) => {
   try {
     const stmt = database.prepare(request.sql);
     if (!stmt.reader) throw new Error('The reader pool runs only statements that return rows.');
-    // Binding (Date -> ISO, boolean -> 1/0, undefined -> NULL) and plain rows come from the shared driver code.
+    // Binding (Date -> ISO, boolean -> 1/0, undefined -> NULL) comes from the shared driver code. Rows go as arrays
+    // of values, the column names once: the pool builds the objects (rowObjects), a copy between threads half as long.
     // Row by row rather than all(): JavaScript runs between rows, so a read that outgrows the thread's heap limit
     // stops at once; inside all() the collector would thrash for minutes until the whole result was built.
     const rows: unknown[][] = [];
