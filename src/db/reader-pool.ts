@@ -64,13 +64,28 @@ function unavailableError(message: string): Error {
 
 const CLOSED = 'The reader pool is closed.';
 
-/** Rows posted as arrays (reader-worker.ts) as the objects Kysely returns: a later column of a name wins, as in SQLite's. */
+/**
+ * Rows posted as arrays (reader-worker.ts) as the objects Kysely returns: a later column of a name wins, as in
+ * node:sqlite's own objects. A column named `__proto__` is made an own property, as the main connection's copy makes
+ * it, never the object's prototype.
+ */
 function rowObjects(columns: string[], rows: unknown[][]): Record<string, unknown>[] {
   const out = new Array<Record<string, unknown>>(rows.length);
+  const plainNames = !columns.includes('__proto__');
   for (let i = 0; i < rows.length; i++) {
     const values = rows[i] as unknown[];
     const row: Record<string, unknown> = {};
-    for (let k = 0; k < columns.length; k++) row[columns[k] as string] = values[k];
+    for (let k = 0; k < columns.length; k++) {
+      const name = columns[k] as string;
+      if (plainNames || name !== '__proto__') row[name] = values[k];
+      else
+        Object.defineProperty(row, name, {
+          value: values[k],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+    }
     out[i] = row;
   }
   return out;

@@ -78,7 +78,8 @@ export class CachedStatement implements SqliteStatement {
 
   /**
    * The rows as arrays in column order: a reader thread posts them to the main thread, and an array of values is
-   * copied between threads in about half the time of an object that names each of its keys again.
+   * copied between threads in about half the time of an object that names each of its keys again. Read it to the
+   * end (or return() it): the statement is shared through the cache and gives objects again only then.
    */
   *iterateArrays(parameters: ReadonlyArray<unknown>): IterableIterator<unknown[]> {
     this.#stmt.setReturnArrays(true);

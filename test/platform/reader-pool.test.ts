@@ -66,6 +66,12 @@ for (const dialect of testDialects()) {
         t: 'é✓',
       });
       assert.equal((await sql`select 1 as a where 0`.execute(t.ctx.readDb)).rows.length, 0);
+      // A column name is never taken for the object's prototype.
+      const odd = sql<Record<string, unknown>>`select 'text' as "__proto__", 2 as b`;
+      const [oddPool] = (await odd.execute(t.ctx.readDb)).rows;
+      assert.deepEqual(oddPool, (await odd.execute(t.ctx.db)).rows[0]);
+      assert.equal(Object.getPrototypeOf(oddPool), Object.prototype);
+      assert.deepEqual(Object.getOwnPropertyDescriptor(oddPool, '__proto__')?.value, 'text');
     });
 
     it('lists a message right after it was sent (read-your-writes through HTTP)', async () => {
