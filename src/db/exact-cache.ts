@@ -162,6 +162,9 @@ export function approxBytes(value: unknown): number {
   return n;
 }
 
+/** The check of a caller that can never be gone (no client to lose, or none given). */
+const NEVER_GONE = (): boolean => false;
+
 /**
  * The callers sharing one computation: it may be skipped (src/db/read-gate.ts) only when every one of them has gone,
  * never because the first caller left while others joined it.
@@ -226,14 +229,14 @@ export class ExactCache<T> {
     fresh = false,
     abandoned?: () => boolean,
   ): Promise<T> {
-    if (this.maxWeight <= 0) return compute(new Callers(abandoned).gone);
+    if (this.maxWeight <= 0) return compute(abandoned ?? NEVER_GONE);
     if (version !== this.#version) {
       // The database changed: every answer computed before is outdated.
       this.clear();
       this.#version = version;
     }
     if (fresh) {
-      const value = await compute(new Callers(abandoned).gone);
+      const value = await compute(abandoned ?? NEVER_GONE);
       if (this.#version === version) this.#store(key, version, value);
       return value;
     }
@@ -383,7 +386,7 @@ export async function cachedRead<T>(
   weigh: (value: T) => number = () => 1,
   abandoned?: () => boolean,
 ): Promise<T> {
-  if (scope.capacity <= 0) return compute(abandoned ?? (() => false));
+  if (scope.capacity <= 0) return compute(abandoned ?? NEVER_GONE);
   let byPurpose = readCaches.get(scope.db);
   if (!byPurpose) {
     byPurpose = new Map();
