@@ -490,44 +490,79 @@ export interface ContentTags {
   users: MentionedUser[];
 }
 
-// The statement of findContentTags: the hashtags, the mentioned users, or both in a UNION ALL (an empty list is
-// part of the shape a template keeps).
-const findContentTagsQuery = queryTemplate(
-  (db, { hashtagKeys, usernameKeys }: { hashtagKeys: string[]; usernameKeys: string[] }, lock: boolean) => {
-    const hashtags = db
-      .selectFrom('tags')
-      .select([
-        sql<string>`'hashtag'`.as('kind'),
-        sql<string | null>`null`.as('username'),
-        sql<string | null>`null`.as('username_key'),
-        sql<string | null>`uuid`.as('tag_uuid'),
-        sql<string | null>`name_key`.as('tag_key'),
-      ])
-      .where('tag_type', '=', 'hashtag')
-      .where('name_key', 'in', hashtagKeys);
-    const users = (qc: QueryCreator<Database>) =>
-      qc
-        .selectFrom('users as u')
-        .leftJoin('tags as t', (join) =>
-          join.on('t.tag_type', '=', 'mention').onRef('t.name_key', '=', 'u.username_key'),
-        )
-        .select(['u.username', 'u.username_key', 't.uuid as tag_uuid', 't.name_key as tag_key'])
-        .where('u.username_key', 'in', usernameKeys)
-        .$if(lock, (q) => q.forKeyShare('u').skipLocked());
-    const mentioned = db
-      .with('m', users)
-      .selectFrom('m')
-      .select([
-        sql<string>`'mention'`.as('kind'),
-        sql<string | null>`m.username`.as('username'),
-        sql<string | null>`m.username_key`.as('username_key'),
-        'm.tag_uuid',
-        'm.tag_key',
-      ]);
-    if (usernameKeys.length === 0) return hashtags;
-    return hashtagKeys.length === 0 ? mentioned : mentioned.unionAll(hashtags);
-  },
+/** The keys findContentTags looks up: hashtag keys, and the lower-cased `@names`. */
+export type ContentTagKeys = {
+  hashtagKeys: string[];
+  usernameKeys: string[];
+};
+
+/** A row of contentTagsSelect: a stored hashtag, or a mentioned user with their mention tag if any. */
+export interface ContentTagRow {
+  kind: string;
+  username: string | null;
+  username_key: string | null;
+  tag_uuid: string | null;
+  tag_key: string | null;
+}
+
+/**
+ * The select of findContentTags: the hashtags, the mentioned users, or both in a UNION ALL (an empty list is part
+ * of the shape a template keeps). Unexecuted: tag.repository embeds it in PostgreSQL's one-statement association of
+ * a new text.
+ */
+export function contentTagsSelect(db: Db, { hashtagKeys, usernameKeys }: ContentTagKeys, lock: boolean) {
+  const hashtags = db
+    .selectFrom('tags')
+    .select([
+      sql<string>`'hashtag'`.as('kind'),
+      sql<string | null>`null`.as('username'),
+      sql<string | null>`null`.as('username_key'),
+      sql<string | null>`uuid`.as('tag_uuid'),
+      sql<string | null>`name_key`.as('tag_key'),
+    ])
+    .where('tag_type', '=', 'hashtag')
+    .where('name_key', 'in', hashtagKeys);
+  const users = (qc: QueryCreator<Database>) =>
+    qc
+      .selectFrom('users as u')
+      .leftJoin('tags as t', (join) =>
+        join.on('t.tag_type', '=', 'mention').onRef('t.name_key', '=', 'u.username_key'),
+      )
+      .select(['u.username', 'u.username_key', 't.uuid as tag_uuid', 't.name_key as tag_key'])
+      .where('u.username_key', 'in', usernameKeys)
+      .$if(lock, (q) => q.forKeyShare('u').skipLocked());
+  const mentioned = db
+    .with('m', users)
+    .selectFrom('m')
+    .select([
+      sql<string>`'mention'`.as('kind'),
+      sql<string | null>`m.username`.as('username'),
+      sql<string | null>`m.username_key`.as('username_key'),
+      'm.tag_uuid',
+      'm.tag_key',
+    ]);
+  if (usernameKeys.length === 0) return hashtags;
+  return hashtagKeys.length === 0 ? mentioned : mentioned.unionAll(hashtags);
+}
+
+const findContentTagsQuery = queryTemplate((db, keys: ContentTagKeys, lock: boolean) =>
+  contentTagsSelect(db, keys, lock),
 );
+
+/** What rows of contentTagsSelect name: the stored hashtags and the mentioned users. */
+export function contentTagsOf(rows: readonly ContentTagRow[]): ContentTags {
+  const out: ContentTags = { hashtags: [], users: [] };
+  for (const r of rows) {
+    const tag =
+      r.tag_uuid !== null && r.tag_key !== null ? { uuid: r.tag_uuid, name_key: r.tag_key } : undefined;
+    if (r.kind === 'hashtag') {
+      if (tag) out.hashtags.push(tag);
+    } else if (r.username !== null && r.username_key !== null) {
+      out.users.push({ username: r.username, username_key: r.username_key, tag });
+    }
+  }
+  return out;
+}
 
 /**
  * The stored hashtags of some keys and the users of some `@names` (compared ignoring case), each user with the
@@ -545,18 +580,7 @@ export async function findContentTags(
 ): Promise<ContentTags> {
   if (hashtagKeys.length === 0 && names.length === 0) return { hashtags: [], users: [] };
   const values = { hashtagKeys, usernameKeys: names.map((n) => n.toLowerCase()) };
-  const { rows } = await findContentTagsQuery(db, values, lock);
-  const out: ContentTags = { hashtags: [], users: [] };
-  for (const r of rows) {
-    const tag =
-      r.tag_uuid !== null && r.tag_key !== null ? { uuid: r.tag_uuid, name_key: r.tag_key } : undefined;
-    if (r.kind === 'hashtag') {
-      if (tag) out.hashtags.push(tag);
-    } else if (r.username !== null && r.username_key !== null) {
-      out.users.push({ username: r.username, username_key: r.username_key, tag });
-    }
-  }
-  return out;
+  return contentTagsOf((await findContentTagsQuery(db, values, lock)).rows);
 }
 
 /** An association whose copied audience differs from what its target gives (findAudienceMismatches). */

@@ -12,6 +12,7 @@ import { extractHashtags, extractMentions, type FoundName } from '../tag/extract
 import { normalizeTagName } from '../tag/normalize.ts';
 import {
   adjustTagCounts,
+  associateStoredContentTagsPg,
   countDeltas,
   deleteUnusedMentionTagOf,
   findTagByKey,
@@ -458,6 +459,10 @@ export async function syncContentTags(
   const names = extractMentions(content.body);
   // A new text without tags has nothing to sync: spare the writer's transaction the queries.
   if (isNew && found.length === 0 && names.length === 0) return;
+  if (isNew && dialect === 'postgres') {
+    await associateNewContentPg(trx, kind, uuid, content, found, names);
+    return;
+  }
   // Locked (PostgreSQL) against the deletion of a mentioned user, which removes the mentions of them: a mention
   // committed first goes with the rest, and a user the deletion already holds is left out, not waited for. Waiting
   // could deadlock: the writer may hold what the deletion needs next (the user's post it comments on, its own
@@ -500,6 +505,45 @@ export async function syncContentTags(
     removed,
   );
   if (!isNew) await setTargetLanguage(trx, kind, uuid, content.language);
+}
+
+/**
+ * PostgreSQL, a new text's tags: the stored ones are looked up and associated in one round trip (each statement is
+ * one, and a post's write is a few of them); only a tag that must be created first takes the steps syncContentTags
+ * takes, with the same locks and results.
+ */
+async function associateNewContentPg(
+  trx: Db,
+  kind: ReactionKind,
+  uuid: string,
+  content: ContentText,
+  found: FoundName[],
+  names: string[],
+): Promise<void> {
+  const now = nowIso();
+  const fields = {
+    user_uuid: content.user_uuid,
+    target_uuid: uuid,
+    target_type: kind,
+    language: content.language,
+    audience: content.audience,
+    audience_owner: content.audience_owner,
+    audience_other: null,
+    created_at: now,
+    updated_at: now,
+  };
+  const keys = { hashtagKeys: found.map((f) => f.key), usernameKeys: names.map((n) => n.toLowerCase()) };
+  const uuids = Array.from({ length: found.length + names.length }, () => uuidv7());
+  const { stored, associated } = await associateStoredContentTagsPg(trx, keys, fields, uuids);
+  const hashtags = (await createMissingTags(trx, 'hashtag', found, stored.hashtags)) ?? stored.hashtags;
+  const mentions = await mentionTags(trx, stored.users);
+  const done = new Set(associated);
+  const rest = new Set([...hashtags, ...mentions].map((t) => t.uuid).filter((t) => !done.has(t)));
+  await insertAssociationsCounted(
+    trx,
+    'postgres',
+    [...rest].map((tagUuid) => ({ uuid: uuidv7(), tag_uuid: tagUuid, ...fields })),
+  );
 }
 
 /**

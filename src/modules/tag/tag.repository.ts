@@ -4,6 +4,11 @@ import { PREPARED } from '../../db/prepared-statements.ts';
 import { queryTemplate } from '../../db/query-template.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery, type Whitelist } from '../../http/list-query.ts';
 import {
+  type ContentTagKeys,
+  type ContentTagRow,
+  type ContentTags,
+  contentTagsOf,
+  contentTagsSelect,
   insertAssociationsIgnoringConflicts,
   insertAssociationsQuery,
   newestAssociationsOf,
@@ -191,6 +196,66 @@ const insertAndStageQuery = queryTemplate(
     return db
       .with('added', (qc) => insertAssociationsQuery(qc, rows))
       .selectNoFrom([sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'), staged.as('staged')]);
+  },
+);
+
+/** The fields every association of a new text shares: all but its own uuid and tag. */
+export type ContentAssociationFields = Omit<Insertable<TagAssociationTable>, 'uuid' | 'tag_uuid'> & {
+  created_at: string;
+  updated_at: string;
+};
+
+/**
+ * PostgreSQL, a new text's stored tags in one round trip: looks up the hashtags and mentioned users as
+ * findContentTags does (the users key-share locked, a user whose deletion holds the row left out), associates the
+ * text with each hashtag found and each mention tag found under an ASCII username (whose tag key, normalizeTagName,
+ * is the username key the lookup joins on), and stages their counts as insertAssociationsCounted does. Each
+ * association takes one of `uuids` (at least one per key and name). Returns what the lookup found and the tags it
+ * associated: the caller creates what is missing and associates the rest.
+ */
+export async function associateStoredContentTagsPg(
+  db: Db,
+  keys: ContentTagKeys,
+  fields: ContentAssociationFields,
+  uuids: string[],
+): Promise<{ stored: ContentTags; associated: string[] }> {
+  const [row] = (await associateStoredQuery(db, { ...keys, ...fields, uuids })).rows;
+  if (row === undefined) throw new Error('the association of stored tags returned no row');
+  return { stored: contentTagsOf(row.found), associated: row.associated };
+}
+
+// `found` is read twice, so PostgreSQL materializes it: the users are locked once. The row numbers pick the new rows'
+// uuids. The one row without FROM stages the counts exactly once (insertAndStageQuery).
+const associateStoredQuery = queryTemplate(
+  (db, v: ContentTagKeys & ContentAssociationFields & { uuids: string[] }) => {
+    const staged = stageDeltas(
+      sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)`,
+    );
+    return db
+      .with('found', () => contentTagsSelect(db, v, true))
+      .with(
+        'wanted',
+        () => sql`(select w.tag_uuid, row_number() over (order by w.tag_uuid) as n
+          from (select distinct f.tag_uuid from found f where f.tag_uuid is not null
+            and (f.kind = 'hashtag' or f.username ~ '^[A-Za-z0-9_]+$')) w)`,
+      )
+      .with(
+        'added',
+        () => sql`(insert into tag_associations (uuid, tag_uuid, user_uuid, target_uuid, target_type, language,
+            audience, audience_owner, audience_other, created_at, updated_at)
+          select (array[${sql.join(v.uuids)}]::text[])[w.n], w.tag_uuid, ${v.user_uuid}::text,
+            ${v.target_uuid}::text, ${v.target_type}::text, ${v.language ?? null}::text, ${v.audience}::text,
+            ${v.audience_owner ?? null}::text, ${v.audience_other ?? null}::text, ${v.created_at}::timestamptz,
+            ${v.updated_at}::timestamptz
+          from wanted w
+          on conflict (tag_uuid, target_uuid, user_uuid) do nothing
+          returning tag_uuid)`,
+      )
+      .selectNoFrom([
+        sql<ContentTagRow[]>`coalesce((select json_agg(f) from found f), '[]'::json)`.as('found'),
+        sql<string[]>`array(select w.tag_uuid from wanted w)`.as('associated'),
+        staged.as('staged'),
+      ]);
   },
 );
 
