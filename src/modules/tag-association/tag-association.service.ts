@@ -510,7 +510,8 @@ export async function syncContentTags(
 /**
  * PostgreSQL, a new text's tags: the stored ones are looked up and associated in one round trip (each statement is
  * one, and a post's write is a few of them); only a tag that must be created first takes the steps syncContentTags
- * takes, with the same locks and results.
+ * takes, after them. The rows and counts are those syncContentTags stores; the mentioned users are locked as it
+ * locks them.
  */
 async function associateNewContentPg(
   trx: Db,
