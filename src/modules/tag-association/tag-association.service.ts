@@ -482,29 +482,33 @@ export async function syncContentTags(
     trx,
     current.filter((a) => !wanted.has(a.tag_uuid)).map((a) => a.uuid),
   );
-  const now = nowIso();
+  const fields = associationFields(kind, uuid, content);
   await insertAssociationsCounted(
     trx,
     dialect,
     [...wanted]
       .filter((t) => !have.has(t))
-      .map((tagUuid) => ({
-        uuid: uuidv7(),
-        tag_uuid: tagUuid,
-        user_uuid: content.user_uuid,
-        target_uuid: uuid,
-        target_type: kind,
-        language: content.language,
-        // What the database's trigger would copy from the target; given here, the trigger has nothing to correct.
-        audience: content.audience,
-        audience_owner: content.audience_owner,
-        audience_other: null,
-        created_at: now,
-        updated_at: now,
-      })),
+      .map((tagUuid) => ({ uuid: uuidv7(), tag_uuid: tagUuid, ...fields })),
     removed,
   );
   if (!isNew) await setTargetLanguage(trx, kind, uuid, content.language);
+}
+
+/** What every association a text's extraction adds shares: all but its own uuid and tag. */
+function associationFields(kind: ReactionKind, uuid: string, content: ContentText) {
+  const now = nowIso();
+  return {
+    user_uuid: content.user_uuid,
+    target_uuid: uuid,
+    target_type: kind,
+    language: content.language,
+    // What the database's trigger would copy from the target; given here, the trigger has nothing to correct.
+    audience: content.audience,
+    audience_owner: content.audience_owner,
+    audience_other: null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 /**
@@ -521,18 +525,7 @@ async function associateNewContentPg(
   found: FoundName[],
   names: string[],
 ): Promise<void> {
-  const now = nowIso();
-  const fields = {
-    user_uuid: content.user_uuid,
-    target_uuid: uuid,
-    target_type: kind,
-    language: content.language,
-    audience: content.audience,
-    audience_owner: content.audience_owner,
-    audience_other: null,
-    created_at: now,
-    updated_at: now,
-  };
+  const fields = associationFields(kind, uuid, content);
   const keys = { hashtagKeys: found.map((f) => f.key), usernameKeys: names.map((n) => n.toLowerCase()) };
   const uuids = Array.from({ length: found.length + names.length }, () => uuidv7());
   const { stored, associated } = await associateStoredContentTagsPg(trx, keys, fields, uuids);
