@@ -337,33 +337,48 @@ for (const dialect of testDialects()) {
     });
 
     it('a new post associates its stored tags at once and creates only the missing ones, on PostgreSQL in the same round trip', async () => {
+      // #music and the mention tag of `mentioned` are stored; the fresh hashtag and the newcomer's tag are not.
+      await post(`tea #music @${mentioned.username}`);
+      const newcomer = await insertTestUser(ctx, 'stmt-client', `newcomer_${dialect.name}`);
       const fresh = `fresh${dialect.name}${Date.now()}`;
+      const mentionKey = mentioned.username.toLowerCase();
       const before = await storedCount('hashtag', 'music');
-      const mentionsBefore = await storedCount('mention', mentioned.username.toLowerCase());
-      const statements = await post(`tea #music #${fresh} @${mentioned.username} @nobody_here_at_all`);
+      const mentionsBefore = await storedCount('mention', mentionKey);
+      const statements = await post(
+        `tea #music #${fresh} @${mentioned.username} @${newcomer.username} @nobody_here_at_all`,
+      );
       const stored = await ctx.db
         .selectFrom('tag_associations as ta')
         .innerJoin('tags as t', 't.uuid', 'ta.tag_uuid')
         .innerJoin('posts as p', 'p.uuid', 'ta.target_uuid')
         .select(['t.tag_type', 't.name_key', 'ta.audience', 'ta.audience_owner', 'ta.language'])
         .where('p.body', 'like', `tea #music #${fresh}%`)
-        .orderBy('t.name_key')
         .execute();
+      const byKey = (a: unknown[], b: unknown[]) => (String(a[1]) < String(b[1]) ? -1 : 1);
       assert.deepEqual(
-        stored.map((r) => [r.tag_type, r.name_key, r.audience, r.audience_owner, r.language]),
+        stored.map((r) => [r.tag_type, r.name_key, r.audience, r.audience_owner, r.language]).sort(byKey),
         [
           ['hashtag', fresh, 'public', author.uuid, 'en'],
-          ['mention', mentioned.username.toLowerCase(), 'public', author.uuid, 'en'],
+          ['mention', mentionKey, 'public', author.uuid, 'en'],
+          ['mention', newcomer.username.toLowerCase(), 'public', author.uuid, 'en'],
           ['hashtag', 'music', 'public', author.uuid, 'en'],
-        ].sort((a, b) => ((a[1] as string) < (b[1] as string) ? -1 : 1)),
+        ].sort(byKey),
       );
       assert.equal(await storedCount('hashtag', 'music'), before + 1);
-      assert.equal(await storedCount('mention', mentioned.username.toLowerCase()), mentionsBefore + 1);
+      assert.equal(await storedCount('mention', mentionKey), mentionsBefore + 1);
       assert.equal(await storedCount('hashtag', fresh), 1);
+      assert.equal(await storedCount('mention', newcomer.username.toLowerCase()), 1);
       if (dialect.name === 'postgres') {
-        // The stored tags in the lookup's own statement; the new hashtag created, read back and associated after it.
-        assert.match(statements.find((s) => /from "users"/.test(s)) as string, STORED_TAGS_ASSOCIATED);
-        assert.equal(statements.filter((s) => /insert into "?tag_associations"? /.test(s)).length, 2);
+        // The stored tags associated in the lookup's own statement; after it, the two tags created, read back and
+        // associated in one insert of exactly two rows.
+        assert.equal(
+          statements.filter((s) => STORED_TAGS_ASSOCIATED.test(s)).length,
+          1,
+          statements.join('\n'),
+        );
+        const inserts = statements.filter((s) => /insert into "?tag_associations"? /.test(s));
+        assert.equal(inserts.length, 2, statements.join('\n'));
+        assert.match(inserts[1] as string, /values \([^()]*\), \([^()]*\) on conflict/);
       }
     });
 
