@@ -579,8 +579,12 @@ export async function findContentTags(
   lock = false,
 ): Promise<ContentTags> {
   if (hashtagKeys.length === 0 && names.length === 0) return { hashtags: [], users: [] };
-  const values = { hashtagKeys, usernameKeys: names.map((n) => n.toLowerCase()) };
-  return contentTagsOf((await findContentTagsQuery(db, values, lock)).rows);
+  return contentTagsOf((await findContentTagsQuery(db, contentTagKeys(hashtagKeys, names), lock)).rows);
+}
+
+/** The keys contentTagsSelect looks up: the hashtag keys, and the `@names` lower-cased (compared ignoring case). */
+export function contentTagKeys(hashtagKeys: string[], names: string[]): ContentTagKeys {
+  return { hashtagKeys, usernameKeys: names.map((n) => n.toLowerCase()) };
 }
 
 /** An association whose copied audience differs from what its target gives (findAudienceMismatches). */

@@ -26,6 +26,7 @@ import {
   type AudienceMismatch,
   audienceOfVisibility,
   type ContentText,
+  contentTagKeys,
   countAssociationRows,
   deleteAssociationsByUuids,
   deleteAssociationsOfPostComments,
@@ -526,7 +527,10 @@ async function associateNewContentPg(
   names: string[],
 ): Promise<void> {
   const fields = associationFields(kind, uuid, content);
-  const keys = { hashtagKeys: found.map((f) => f.key), usernameKeys: names.map((n) => n.toLowerCase()) };
+  const keys = contentTagKeys(
+    found.map((f) => f.key),
+    names,
+  );
   const uuids = Array.from({ length: found.length + names.length }, () => uuidv7());
   const { stored, associated } = await associateStoredContentTagsPg(trx, keys, fields, uuids);
   const hashtags = (await createMissingTags(trx, 'hashtag', found, stored.hashtags)) ?? stored.hashtags;

@@ -185,14 +185,14 @@ export async function insertAssociationsCounted(
   return row.tags;
 }
 
+// The count deltas of the rows a statement's `added` CTE inserted: +1 for the tag of each.
+const ADDED_DELTAS = sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)`;
+
 // A statement without FROM evaluates its one row, so the removals are staged even when every row was skipped; both
 // expressions read the insert's rows, which a data-modifying CTE produces once, before either reads them.
 const insertAndStageQuery = queryTemplate(
   (db, { rows, removals }: { rows: Insertable<TagAssociationTable>[]; removals: string }) => {
-    const staged = stageDeltas(
-      sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)
-      || ${removals}::jsonb`,
-    );
+    const staged = stageDeltas(sql`${ADDED_DELTAS} || ${removals}::jsonb`);
     return db
       .with('added', (qc) => insertAssociationsQuery(qc, rows))
       .selectNoFrom([sql<string[]>`array(select a.tag_uuid from added a)`.as('tags'), staged.as('staged')]);
@@ -228,9 +228,7 @@ export async function associateStoredContentTagsPg(
 // uuids. The one row without FROM stages the counts exactly once (insertAndStageQuery).
 const associateStoredQuery = queryTemplate(
   (db, v: ContentTagKeys & ContentAssociationFields & { uuids: string[] }) => {
-    const staged = stageDeltas(
-      sql`coalesce((select jsonb_agg(jsonb_build_array(a.tag_uuid, 1)) from added a), '[]'::jsonb)`,
-    );
+    const staged = stageDeltas(ADDED_DELTAS);
     return db
       .with('found', () => contentTagsSelect(db, v, true))
       .with(
