@@ -27,6 +27,7 @@ import { karmaRuleMigration } from './migrations/0023-karma-rule.ts';
 import { searchRecentIndexMigration } from './migrations/0024-search-recent-index.ts';
 import { searchWordsMigration } from './migrations/0025-search-words.ts';
 import { searchDeferredIndexMigration } from './migrations/0026-search-deferred-index.ts';
+import { searchPrefixRangesMigration } from './migrations/0027-search-prefix-ranges.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -57,6 +58,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0024-search-recent-index': searchRecentIndexMigration(dialect),
     '0025-search-words': searchWordsMigration(dialect),
     '0026-search-deferred-index': searchDeferredIndexMigration(dialect),
+    '0027-search-prefix-ranges': searchPrefixRangesMigration(dialect),
   };
 }
 

@@ -261,6 +261,49 @@ for (const dialect of testDialects()) {
       assert.equal(over.statusCode, 400);
     });
 
+    it('username and hashtag prefixes match literally, the same on every run', async () => {
+      // Many runs with changing prefixes: on PostgreSQL the lookups are prepared, and after five runs on a
+      // connection its generic plan answers with whatever prefix is bound.
+      const name = 'john_smith';
+      for (let round = 0; round < 8; round++) {
+        for (let n = 1; n <= name.length; n++) {
+          const prefix = name.slice(0, n);
+          const users = await call(
+            t,
+            'GET',
+            `/search/complete?query=${encodeURIComponent(`@${prefix}`)}`,
+            t.guest,
+          );
+          // The exact matches by username come first; typo-tolerant ones may follow when they are few.
+          const exact = ['johanna', name].filter((u) => u.startsWith(prefix));
+          assert.deepEqual(
+            users.slice(0, exact.length).map((u: { username: string }) => u.username),
+            exact,
+            `@${prefix}`,
+          );
+        }
+        for (const query of ['#j', '#javascrip', '#javascript']) {
+          const tags = await call(t, 'GET', `/search/complete?query=${encodeURIComponent(query)}`, t.guest);
+          assert.deepEqual(
+            tags.map((x: { name: string }) => x.name),
+            ['javascript'],
+            query,
+          );
+        }
+      }
+      // `_` (a key character; `%` ends the key's word) is no wildcard. Hashtag completion adds no typo-tolerant
+      // matches, so an empty answer is the exact one.
+      for (const query of ['#ja_a', '#_', '#javascript_', '#j_v']) {
+        const res = await t.inject({
+          method: 'GET',
+          url: `/search/complete?query=${encodeURIComponent(query)}`,
+          token: t.guest,
+        });
+        assert.ok([200, 400].includes(res.statusCode), `${query}: ${res.statusCode} ${res.body}`);
+        if (res.statusCode === 200) assert.deepEqual(body(res).data, [], query);
+      }
+    });
+
     it('paging through a query yields every match once, in the ranked part and past it', async () => {
       for (let i = 0; i < 23; i++) {
         await call(t, 'POST', '/posts', w.carol.token, {

@@ -688,15 +688,7 @@ async function hashtagUuids(
   if (key === '') return [];
   const column = order.property as 'relevance' | 'created_at' | 'updated_at';
   const fetch = (offset: number, limit: number) =>
-    repo.findHashtagsByPrefix(
-      ctx.readDb,
-      ctx.dialect,
-      viewer,
-      key,
-      { column, direction: order.direction },
-      offset,
-      limit,
-    );
+    repo.findHashtagsByPrefix(ctx.readDb, viewer, key, { column, direction: order.direction }, offset, limit);
   const page = await fetch(window.offset, window.limit);
   if (!typos) return page;
   return withTypos(
@@ -892,16 +884,16 @@ async function mentionUuids(ctx: Context, viewer: string | null, query: string, 
   const exclude = viewer ? [viewer] : [];
   const fetch = async (offset: number, limit: number): Promise<string[]> => {
     if (!viewer) {
-      return repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, { offset, limit, exclude });
+      return repo.findUsersByUsernamePrefix(ctx.readDb, prefix, { offset, limit, exclude });
     }
-    const friends = await repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, {
+    const friends = await repo.findUsersByUsernamePrefix(ctx.readDb, prefix, {
       friendsOf: viewer,
       offset: 0,
       limit: offset + limit,
     });
     const page = friends.slice(offset, offset + limit);
     if (friends.length >= offset + limit) return page;
-    const others = await repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, {
+    const others = await repo.findUsersByUsernamePrefix(ctx.readDb, prefix, {
       notFriendsOf: viewer,
       exclude,
       offset: Math.max(0, offset - friends.length),
@@ -956,9 +948,7 @@ export async function complete(
   if (terms.length === 0) return result([], window);
   const prefix = usernamePrefix(fold(params.query));
   const users =
-    prefix !== ''
-      ? await repo.findUsersByUsernamePrefix(ctx.readDb, ctx.dialect, prefix, { offset: 0, limit })
-      : [];
+    prefix !== '' ? await repo.findUsersByUsernamePrefix(ctx.readDb, prefix, { offset: 0, limit }) : [];
   const networks = await repo.findMatchesById(
     ctx.readDb,
     ctx.dialect,
