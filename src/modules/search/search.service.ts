@@ -947,19 +947,28 @@ export async function complete(
   const terms = queryTerms(params.query);
   if (terms.length === 0) return result([], window);
   const prefix = usernamePrefix(fold(params.query));
-  const users =
-    prefix !== '' ? await repo.findUsersByUsernamePrefix(ctx.readDb, prefix, { offset: 0, limit }) : [];
-  const networks = await repo.findMatchesById(
-    ctx.readDb,
-    ctx.dialect,
-    await matchOfTerms(ctx, terms),
-    { kinds: ['network'], viewer },
-    { direction: 'desc', offset: 0, limit },
-  );
-  const tags = await hashtagUuids(ctx, viewer, params.query, byRelevance, window, false);
-  const userItems = await hydrateUsers(ctx, users);
-  const networkItems = await hydrate(ctx, networks);
-  const tagItems = await hydrateTags(ctx, viewer, tags);
+  // The three lookups and then their rows are read at once: each is a round trip on PostgreSQL and a reader thread's
+  // read on SQLite, and a completion answers while someone types.
+  const [userItems, networkItems, tagItems] = await Promise.all([
+    (prefix !== ''
+      ? repo.findUsersByUsernamePrefix(ctx.readDb, prefix, { offset: 0, limit })
+      : Promise.resolve([])
+    ).then((users) => hydrateUsers(ctx, users)),
+    matchOfTerms(ctx, terms)
+      .then((match) =>
+        repo.findMatchesById(
+          ctx.readDb,
+          ctx.dialect,
+          match,
+          { kinds: ['network'], viewer },
+          { direction: 'desc', offset: 0, limit },
+        ),
+      )
+      .then((networks) => hydrate(ctx, networks)),
+    hashtagUuids(ctx, viewer, params.query, byRelevance, window, false).then((tags) =>
+      hydrateTags(ctx, viewer, tags),
+    ),
+  ]);
   const mixed: Item[] = [];
   for (let i = 0; mixed.length < limit && i < limit; i++) {
     for (const list of [userItems, networkItems, tagItems]) {
