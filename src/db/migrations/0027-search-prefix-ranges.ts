@@ -2,9 +2,10 @@ import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../database.ts';
 
 /**
- * PostgreSQL: username and hashtag prefixes are looked up as ranges of their keys (binary collation), which the
- * unique indexes on username_key and (tag_type, name_key) serve; LIKE needed the text_pattern_ops copies of migration
- * 0002, which every new user and tag still wrote (docs/search.md, "Prefix lookups planned once").
+ * PostgreSQL: username and hashtag prefixes are looked up as ranges of their keys, which the unique indexes on
+ * username_key and (tag_type, name_key) serve. The keys have the "C" collation, so those indexes could always serve
+ * a prefix: the text_pattern_ops copies of migration 0002 were redundant, and every new user and tag wrote them
+ * (docs/search.md, "Prefix lookups planned once").
  */
 export function searchPrefixRangesMigration(dialect: Dialect) {
   return {
