@@ -275,6 +275,39 @@ export function recordingQueries(db: Kysely<Database>): { db: Kysely<Database>; 
 }
 
 /**
+ * PostgreSQL: the generic plan of each recorded query, as a prepared statement holds it after five runs
+ * (`plan_cache_mode = force_generic_plan`), explained with the recorded values. `seqscan: false` asks as for a big
+ * table: the test worlds fit a few pages, where a sequential scan wins whatever the plan could use.
+ */
+export async function genericPlans(
+  db: Kysely<Database>,
+  nodes: RootOperationNode[],
+  options: { seqscan?: boolean } = {},
+): Promise<{ sql: string; plan: string }[]> {
+  const text = (v: unknown) => `'${String(v).replaceAll("'", "''")}'`;
+  const literal = (v: unknown) =>
+    typeof v === 'number' ? String(v) : Array.isArray(v) ? `array[${v.map(text).join(', ')}]` : text(v);
+  const plans: { sql: string; plan: string }[] = [];
+  await db.connection().execute(async (c) => {
+    await sql`set plan_cache_mode = force_generic_plan`.execute(c);
+    if (options.seqscan === false) await sql`set enable_seqscan = off`.execute(c);
+    for (const [i, node] of nodes.entries()) {
+      const compiled = c.getExecutor().compileQuery(node, createQueryId());
+      await sql.raw(`prepare generic_plan_${i} as ${compiled.sql}`).execute(c);
+      const args = compiled.parameters.map(literal).join(', ');
+      const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
+        `explain execute generic_plan_${i}(${args})`,
+      )}`.execute(c);
+      plans.push({ sql: compiled.sql, plan: explained.rows.map((r) => r['QUERY PLAN']).join('\n') });
+    }
+    await sql`deallocate all`.execute(c);
+    await sql`reset enable_seqscan`.execute(c);
+    await sql`reset plan_cache_mode`.execute(c);
+  });
+  return plans;
+}
+
+/**
  * PostgreSQL plans (`explain`) of the recorded queries whose SQL `keep` accepts, asked as for a big table: the test
  * worlds fit a few pages, where a sequential scan wins.
  */

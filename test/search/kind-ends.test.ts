@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { type DocKind, docIdRanges, newestIdBelow } from '../../src/modules/search/search.repository.ts';
-import { recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
+import { genericPlans, recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 // Blocks of documents of one kind each, in this order of ids.
 const BLOCKS: [DocKind, number][] = [
@@ -110,25 +110,10 @@ for (const dialect of testDialects()) {
       // With a viewer, the probes of their own messages' two sides too.
       await newestIdBelow(db, t.ctx.dialect, SOME, owner, ends.get('messages')?.last as number);
       assert.equal(nodes.length, 2);
-      const text = (v: unknown) => `'${String(v).replaceAll("'", "''")}'`;
-      const literal = (v: unknown) =>
-        typeof v === 'number' ? String(v) : Array.isArray(v) ? `array[${v.map(text).join(', ')}]` : text(v);
-      await t.ctx.db.connection().execute(async (c) => {
-        await sql`set plan_cache_mode = force_generic_plan`.execute(c);
-        for (const [i, node] of nodes.entries()) {
-          const compiled = c.getExecutor().compileQuery(node, createQueryId());
-          await sql.raw(`prepare kind_ends_${i} as ${compiled.sql}`).execute(c);
-          const args = compiled.parameters.map(literal).join(', ');
-          const explained = await sql<{ 'QUERY PLAN': string }>`${sql.raw(
-            `explain execute kind_ends_${i}(${args})`,
-          )}`.execute(c);
-          const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
-          assert.doesNotMatch(plan, /Filter: \(kind/, plan);
-          assert.match(plan, /using search_docs_kind on search_docs/, plan);
-        }
-        await sql`deallocate all`.execute(c);
-        await sql`reset plan_cache_mode`.execute(c);
-      });
+      for (const { plan } of await genericPlans(t.ctx.db, nodes)) {
+        assert.doesNotMatch(plan, /Filter: \(kind/, plan);
+        assert.match(plan, /using search_docs_kind on search_docs/, plan);
+      }
     });
   });
 }
