@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { createQueryId } from 'kysely';
+import { findNewestAssociationUuids } from '../../src/modules/tag-association/tag-association.repository.ts';
+import {
+  body,
+  recordingQueries,
+  startTestApp,
+  type TestApp,
+  type TestUser,
+  testDialects,
+} from '../helper.ts';
 import { createPost, findTag, get } from './support.ts';
 
 const names = (b: { data: { name: string }[] }) => b.data.map((x) => x.name);
@@ -282,6 +291,27 @@ for (const dialect of testDialects()) {
         ids,
       );
       assert.equal(u.count.total, 2);
+    });
+
+    it('a page of tags reads its newest associations with one statement text for any length', async () => {
+      const page = await get(t, '/tags?filterby[tag_type][eq]=hashtag&sortby[name]=asc');
+      const uuids = page.data.map((x: { uuid: string }) => x.uuid);
+      assert.ok(uuids.length >= 3, JSON.stringify(page.data));
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      const read = (list: string[]) => findNewestAssociationUuids(db, t.ctx.dialect, list, 100, null);
+      const one = await read(uuids.slice(0, 1));
+      const all = await read(uuids);
+      // The same associations as the list answered, whatever the number of tags asked.
+      for (const tag of page.data as { uuid: string; associations: string[] }[]) {
+        assert.deepEqual(all.get(tag.uuid), tag.associations, tag.uuid);
+      }
+      assert.deepEqual(one.get(uuids[0]), all.get(uuids[0]));
+      const [a, b] = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()));
+      if (t.dialect === 'postgres') {
+        // Prepared once per connection for every page length: the uuids go as one array.
+        assert.equal(a?.sql, b?.sql);
+        assert.match(a?.sql ?? '', /^select \/\* prepared \*\//);
+      }
     });
   });
 }

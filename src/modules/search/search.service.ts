@@ -650,6 +650,7 @@ async function hydrateTags(ctx: Context, viewer: string | null, uuids: string[])
   const rows = (await repo.findRowsByUuids(ctx.readDb, 'tag', uuids)) as Selectable<TagTable>[];
   const newest = await findNewestAssociationUuids(
     ctx.readDb,
+    ctx.dialect,
     rows.map((r) => r.uuid),
     ASSOCIATIONS_IN_TAG,
     viewer,

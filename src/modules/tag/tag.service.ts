@@ -1,5 +1,5 @@
 import { type Context, heavyRead, readCacheScope } from '../../context.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
@@ -64,9 +64,10 @@ function toApiTag(row: TagRow, associations: string[]): ApiTag {
 }
 
 /** Maps tag rows to API tags; `associations` holds only associations whose target `viewer` may see. */
-async function toApiTags(db: Db, rows: TagRow[], viewer: string | null): Promise<ApiTag[]> {
+async function toApiTags(db: Db, dialect: Dialect, rows: TagRow[], viewer: string | null): Promise<ApiTag[]> {
   const newest = await findNewestAssociationUuids(
     db,
+    dialect,
     rows.map((r) => r.uuid),
     ASSOCIATIONS_IN_TAG,
     viewer,
@@ -75,8 +76,8 @@ async function toApiTags(db: Db, rows: TagRow[], viewer: string | null): Promise
 }
 
 /** A tag just written in `trx`, as the API returns it to the writer. */
-async function storedApiTag(trx: Db, uuid: string, viewer: string | null): Promise<ApiTag> {
-  return (await toApiTags(trx, [(await findTagByUuid(trx, uuid)) as TagRow], viewer))[0] as ApiTag;
+async function storedApiTag(trx: Db, dialect: Dialect, uuid: string, viewer: string | null): Promise<ApiTag> {
+  return (await toApiTags(trx, dialect, [(await findTagByUuid(trx, uuid)) as TagRow], viewer))[0] as ApiTag;
 }
 
 /**
@@ -156,7 +157,7 @@ async function listTagPage(
 ): Promise<TagPage> {
   const [rows, total] = await Promise.all([listTagRows(ctx.readDb, lq, viewer), count()]);
   return {
-    data: await toApiTags(ctx.readDb, rows, viewer),
+    data: await toApiTags(ctx.readDb, ctx.dialect, rows, viewer),
     count: { offset: lq.offset, limit: lq.limit, total },
   };
 }
@@ -288,7 +289,7 @@ export async function createTag(
       const visible = existing && (await findTagByUuid(trx, existing.uuid, viewer));
       throw conflict(input.tag_type, visible || undefined);
     }
-    return storedApiTag(trx, uuid, viewer);
+    return storedApiTag(trx, ctx.dialect, uuid, viewer);
   });
 }
 
@@ -312,7 +313,7 @@ export async function updateTag(
         tag_type: input.tag_type,
         updated_at: nowIso(),
       });
-      return storedApiTag(trx, row.uuid, viewer);
+      return storedApiTag(trx, ctx.dialect, row.uuid, viewer);
     });
   } catch (err) {
     // On PostgreSQL a concurrent writer can take the key between the check and the update (read committed).
@@ -369,7 +370,7 @@ async function readTrendingHashtags(
   const hourly = await findHourlyUses(ctx.readDb, ctx.dialect, uuids, since);
   const byTagHour = new Map(hourly.map((h) => [`${h.tag_uuid}|${h.hour}`, h.uses]));
   const rows = await findTagsByUuids(ctx.readDb, uuids);
-  const tags = new Map((await toApiTags(ctx.readDb, rows, viewer)).map((t) => [t.uuid, t]));
+  const tags = new Map((await toApiTags(ctx.readDb, ctx.dialect, rows, viewer)).map((t) => [t.uuid, t]));
   const out: TrendingTag[] = [];
   for (const r of ranked) {
     const tag = tags.get(r.uuid);
