@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { searchTuning } from '../../src/modules/search/search.service.ts';
-import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost } from '../tags/support.ts';
+import { getFresh } from './world.ts';
 
 // Whether a query is common (docs/search.md, "Ranking design") decides which of the caller's matches are ranked: the
 // newest `rankedCandidates / 5` of a common query, up to `rankedCandidates` of a rarer one. That decision counted the
@@ -32,16 +33,10 @@ for (const dialect of testDialects()) {
     });
 
     /** The uuids of the first page of a search, uncached. */
-    const firstPage = async (query: string, token: string) => {
-      const res = await t.inject({
-        method: 'GET',
-        url: `/search?query=${query}&limit=3`,
-        token,
-        headers: { 'cache-control': 'no-cache' },
-      });
-      assert.equal(res.statusCode, 200, res.body);
-      return body(res).data.map((i: { uuid: string }) => i.uuid) as string[];
-    };
+    const firstPage = async (query: string, token: string) =>
+      (await getFresh(t, `/search?query=${query}&limit=3`, token)).map(
+        (i: { uuid: string }) => i.uuid,
+      ) as string[];
 
     for (const [visibility, who] of [
       ['private', 'a guest'],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { body, startTestApp, type TestApp, testDialects } from '../helper.ts';
-import { buildWorld, call, type World } from './world.ts';
+import { buildWorld, call, getFresh, type World } from './world.ts';
 
 for (const dialect of testDialects()) {
   describe(`search privacy and operations [${dialect.name}]`, () => {
@@ -264,21 +264,15 @@ for (const dialect of testDialects()) {
     it('username and hashtag prefixes match literally, the same on every run', async () => {
       // Many uncached runs with changing prefixes: on PostgreSQL the lookups are prepared statements, and a
       // connection that ran one five times may keep its generic plan (test/search/prefix-plans.test.ts).
-      const fresh = async (url: string) => {
-        const res = await t.inject({
-          method: 'GET',
-          url,
-          token: t.guest,
-          headers: { 'cache-control': 'no-cache' },
-        });
-        assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
-        return body(res).data;
-      };
       const name = 'john_smith';
       for (let round = 0; round < 8; round++) {
         for (let n = 1; n <= name.length; n++) {
           const prefix = name.slice(0, n);
-          const users = await fresh(`/search/complete?query=${encodeURIComponent(`@${prefix}`)}`);
+          const users = await getFresh(
+            t,
+            `/search/complete?query=${encodeURIComponent(`@${prefix}`)}`,
+            t.guest,
+          );
           // The exact matches by username come first; typo-tolerant ones may follow when they are few.
           const exact = ['johanna', name].filter((u) => u.startsWith(prefix));
           assert.deepEqual(
@@ -288,7 +282,7 @@ for (const dialect of testDialects()) {
           );
         }
         for (const query of ['#j', '#javascrip', '#javascript']) {
-          const tags = await fresh(`/search/complete?query=${encodeURIComponent(query)}`);
+          const tags = await getFresh(t, `/search/complete?query=${encodeURIComponent(query)}`, t.guest);
           assert.deepEqual(
             tags.map((x: { name: string }) => x.name),
             ['javascript'],

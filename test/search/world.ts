@@ -26,6 +26,14 @@ export async function call(
   return body(res).data;
 }
 
+/** The items a GET `url` answers with 200, computed afresh (`Cache-Control: no-cache`), not from the answer cache. */
+// biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
+export async function getFresh(t: TestApp, url: string, token: string): Promise<any> {
+  const res = await t.inject({ method: 'GET', url, token, headers: { 'cache-control': 'no-cache' } });
+  assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
+  return body(res).data;
+}
+
 /**
  * The uuids of every item a search or list `url` (with a query string) answers, read in pages of `limit` until a
  * short page; `headers` go with each request (`Cache-Control: no-cache` to compute every page afresh).
