@@ -1,5 +1,5 @@
 // Benchmark harness: `npm run bench -- [--quick] [--db URL] [--duration S] [--connections N] [--workers N]
-//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--warm] [--warmup S]
+//   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--no-warm] [--warmup S]
 //   [--cpu-prof DIR]`.
 // Seeds the database when it is empty, starts the API on it in its own process (WORKERS=N), the floor server in
 // another, drives both with autocannon from this process, times the Lemmy-style LIKE '%term%' searches on the same
@@ -60,7 +60,10 @@ function parseArgs(argv: string[]): Options {
     out: get('--out') ?? 'docs/benchmarks.md',
     likeRuns: Number(get('--like-runs') ?? (quick ? 20 : 10)),
     only: get('--only') === undefined ? undefined : new RegExp(get('--only') as string),
-    warm: argv.includes('--warm'),
+    // A database read cold from disk measures the disk: on SQLite a write's page misses stall the event loop (POST
+    // /posts 300 a second with a p99 of 5.2 s, against 618 and 280 ms warm, on the same machine). Every figure in
+    // docs/benchmarks.md is of a warmed run, so a plain `npm run bench` is one too; `--warm` is still accepted.
+    warm: !argv.includes('--no-warm'),
     warmup: Number(get('--warmup') ?? (quick ? 0 : 1)),
     // V8 CPU profiles of the API's processes, written to DIR when they stop (node --cpu-prof).
     cpuProf: get('--cpu-prof'),
@@ -507,7 +510,9 @@ async function main(): Promise<void> {
         .map((l) => l.toFixed(1))
         .join(' ')}.`,
       `Database ${opts.db.replace(/\/\/[^@]*@/, '//')} (${world}); ${opts.connections} connections, ${opts.duration} s per scenario;`,
-      ...(warmed ? [`Warmed first (\`--warm\`): ${warmed}.`] : []),
+      ...(warmed
+        ? [`Warmed first: ${warmed}.`]
+        : ['Not warmed (`--no-warm`): the database was read from wherever it was.']),
       ...(opts.warmup > 0
         ? [
             `Each scenario and the floor ran ${opts.warmup} s unmeasured before their measured run (\`--warmup\`).`,
