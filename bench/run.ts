@@ -61,8 +61,8 @@ function parseArgs(argv: string[]): Options {
     likeRuns: Number(get('--like-runs') ?? (quick ? 20 : 10)),
     only: get('--only') === undefined ? undefined : new RegExp(get('--only') as string),
     // A database read cold from disk measures the disk: on SQLite a write's page misses stall the event loop (POST
-    // /posts 300 a second with a p99 of 5.2 s, against 618 and 280 ms warm, on the same machine). Every figure in
-    // docs/benchmarks.md is of a warmed run, so a plain `npm run bench` is one too; `--warm` is still accepted.
+    // /posts 300 a second with a p99 of 5.2 s, against 618 and 280 ms warm, on the same machine). The full runs in
+    // docs/benchmarks.md were warmed, so a plain `npm run bench` measures what they did; `--warm` is still accepted.
     warm: !argv.includes('--no-warm'),
     warmup: Number(get('--warmup') ?? (quick ? 0 : 1)),
     // V8 CPU profiles of the API's processes, written to DIR when they stop (node --cpu-prof).
