@@ -1,12 +1,13 @@
 // Benchmark harness: `npm run bench -- [--quick] [--db URL] [--duration S] [--connections N] [--workers N]
 //   [--users N --posts N] [--label L] [--out FILE] [--like-runs N] [--only REGEX] [--no-warm] [--warmup S]
-//   [--cpu-prof DIR]`.
+//   [--cpu-prof DIR] [--size-floors]`.
 // Seeds the database when it is empty, starts the API on it in its own process (WORKERS=N), the floor server in
 // another, drives both with autocannon from this process, times the Lemmy-style LIKE '%term%' searches on the same
 // database in process, and writes its section of docs/benchmarks.md (other sections and notes stay).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { BENCH_USERNAME } from '../src/cli/seed/world.ts';
@@ -37,6 +38,8 @@ interface Options {
   warmup: number;
   /** Where the API writes V8 CPU profiles when it stops (`--cpu-prof DIR`), if anywhere. */
   cpuProf: string | undefined;
+  /** After each read scenario, the floor answering that scenario's own answer (`--size-floors`). */
+  sizeFloors: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -67,6 +70,8 @@ function parseArgs(argv: string[]): Options {
     warmup: Number(get('--warmup') ?? (quick ? 0 : 1)),
     // V8 CPU profiles of the API's processes, written to DIR when they stop (node --cpu-prof).
     cpuProf: get('--cpu-prof'),
+    // A cached read's p99 is bounded by what sending its answer costs here (the tag list's is 20 times the tag's).
+    sizeFloors: argv.includes('--size-floors'),
   };
 }
 
@@ -79,6 +84,23 @@ function startProcess(args: string[], env: Record<string, string>): ChildProcess
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+}
+
+/**
+ * Read scenarios that get a floor of their own answer's size: cached plain GETs, one path, no load beside them (an
+ * uncached read is bounded by its computation, far below any floor).
+ */
+function hasSizeFloor(s: Scenario): boolean {
+  return (
+    s.method === 'GET' && !s.requests && !s.connectionHeaders && !s.alongside && !s.headers['cache-control']
+  );
+}
+
+/** A scenario's answer as its first request gets it, for a floor of that size. */
+async function answerOf(base: string, s: Scenario): Promise<string> {
+  const res = await fetch(`${base}${s.path}`, { headers: s.headers });
+  if (!res.ok) throw new Error(`${s.name} answered ${res.status}`);
+  return res.text();
 }
 
 /** The body of the tag read scenario's answer, for the floor to answer with. */
@@ -100,6 +122,40 @@ async function waitFor(url: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not come up`);
+}
+
+/**
+ * CPU time (user and system, every thread) a process and its children (cluster workers) have used, in seconds:
+ * per request, it tells a change's cost apart from the machine's speed of the moment, which moves throughput.
+ */
+function cpuSeconds(pid: number): number {
+  let ticks = 0;
+  for (const p of [pid, ...childPids(pid)]) {
+    try {
+      // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th
+      // and 13th of them (fields 14 and 15 of proc(5)).
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      return Number.NaN; // not Linux, or the process is gone
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+// sysconf(_SC_CLK_TCK): 100 on every Linux Node runs on.
+const CLOCK_TICKS = 100;
+
+function childPids(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['--ppid', String(pid), '-o', 'pid='], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((n) => n > 0);
+  } catch {
+    return []; // none: ps exits 1
+  }
 }
 
 /** Resident set size of a process and its children (cluster workers), in MB. */
@@ -151,6 +207,8 @@ interface Row {
   non2xx: number;
   rss: number;
   elP99: number;
+  /** The API's CPU time (all its processes and threads) per request of the scenario, in microseconds. */
+  cpuUs: number;
   ratio: string;
 }
 
@@ -394,8 +452,16 @@ async function main(): Promise<void> {
     // The issue's floor answers "a constant JSON of the same size" as the tag read: that read's own answer (4 KB
     // for a hashtag with 100 recent associations, where a fixed tag of 5 was 0.5 KB until the sixteenth session).
     const floorBody = await tagAnswer(base, all);
-    floor = startProcess(['bench/floor.ts', String(FLOOR_PORT)], { FLOOR_BODY: floorBody });
+    const sized = opts.sizeFloors ? list.filter(hasSizeFloor) : [];
+    const bodiesFile = join(tmpdir(), `bench-floor-bodies-${process.pid}.json`);
+    const sizedBodies = await Promise.all(sized.map((s) => answerOf(base, s)));
+    writeFileSync(bodiesFile, JSON.stringify(sizedBodies));
+    floor = startProcess(['bench/floor.ts', String(FLOOR_PORT)], {
+      FLOOR_BODY: floorBody,
+      FLOOR_BODIES_FILE: bodiesFile,
+    });
     await waitFor(`http://127.0.0.1:${FLOOR_PORT}/floor`);
+    rmSync(bodiesFile, { force: true }); // read by the floor as it started
     console.log(`floor answers ${Buffer.byteLength(floorBody)} bytes, as GET /tags/{uuid} does`);
     const earlier = await removeBenchPosts(opts, list, base);
     if (earlier > 0) console.log(`removed ${earlier} posts left by earlier runs' POST scenario`);
@@ -439,6 +505,7 @@ async function main(): Promise<void> {
       non2xx: floorResult.non2xx,
       rss: Number.NaN,
       elP99: Number.NaN,
+      cpuUs: Number.NaN,
       ratio: '1.00',
     });
     console.log(`floor: ${Math.round(floorRps)} req/s`);
@@ -454,6 +521,7 @@ async function main(): Promise<void> {
       ]);
       await drain(base);
       await eventLoopP99Ms(); // reading the metric resets its window
+      const cpuBefore = cpuSeconds(api.pid as number);
       const [r, other] = await Promise.all([
         drive(`${base}${s.path}`, s),
         beside ? drive(`${base}${beside.scenario.path}`, beside.scenario, beside.connections) : undefined,
@@ -463,6 +531,7 @@ async function main(): Promise<void> {
           `${s.name}: alongside, ${beside?.scenario.name} at ${Math.round(other.requests.average)}/s, non-2xx ${other.non2xx}`,
         );
       }
+      const served = r.requests.total + (other?.requests.total ?? 0);
       const rss = rssMb(api.pid as number);
       const el = await eventLoopP99Ms();
       const row: Row = {
@@ -475,6 +544,7 @@ async function main(): Promise<void> {
         non2xx: r.non2xx,
         rss,
         elP99: el,
+        cpuUs: Math.round(((cpuSeconds(api.pid as number) - cpuBefore) * 1e6) / served),
         ratio: s.method === 'POST' ? '-' : (r.requests.average / floorRps).toFixed(2),
       };
       if (other) row.name = `${s.name} (${Math.round(other.requests.average)} posts/s beside)`;
@@ -491,6 +561,29 @@ async function main(): Promise<void> {
       console.log(
         `${s.name}: ${Math.round(r.requests.average)} req/s p50 ${r.latency.p50} p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}`,
       );
+      const at = sized.indexOf(s);
+      if (at >= 0) {
+        const url = `http://127.0.0.1:${FLOOR_PORT}/floor/${at}`;
+        await warmUp(url);
+        const f = await drive(url);
+        const bytes = Buffer.byteLength(sizedBodies[at] as string);
+        rows.push({
+          name: `floor at this answer's size (${bytes} bytes)`,
+          rps: Math.round(f.requests.average),
+          p50: f.latency.p50,
+          p99: f.latency.p99,
+          max: f.latency.max,
+          errors: f.errors,
+          non2xx: f.non2xx,
+          rss: Number.NaN,
+          elP99: Number.NaN,
+          cpuUs: Number.NaN,
+          ratio: '-',
+        });
+        console.log(
+          `floor at ${bytes} bytes: ${Math.round(f.requests.average)} req/s p99 ${f.latency.p99} ms`,
+        );
+      }
     }
     await drain(base);
     const written = await removeBenchPosts(opts, list, base);
@@ -520,11 +613,11 @@ async function main(): Promise<void> {
         : []),
       `API workers: ${opts.workers}. Latencies are autocannon's (whole milliseconds); errors are requests autocannon gave up on after 10 s. Run took ${Math.round((Date.now() - started) / 1000)} s, finished ${new Date().toISOString()}.`,
       '',
-      '| scenario | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | API RSS MB | event-loop p99 ms | ratio to floor |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| scenario | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | API RSS MB | event-loop p99 ms | API CPU µs/request | ratio to floor |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows.map(
         (r) =>
-          `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.max} | ${r.errors} | ${r.non2xx} | ${Number.isNaN(r.rss) ? '-' : r.rss} | ${Number.isNaN(r.elP99) ? '-' : r.elP99} | ${r.ratio} |`,
+          `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.max} | ${r.errors} | ${r.non2xx} | ${Number.isNaN(r.rss) ? '-' : r.rss} | ${Number.isNaN(r.elP99) ? '-' : r.elP99} | ${Number.isNaN(r.cpuUs) ? '-' : r.cpuUs} | ${r.ratio} |`,
       ),
       '',
       `Read scenarios together: ${reads.reduce((s, r) => s + r.rps, 0)} req/s summed over ${reads.length} scenarios.`,
