@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import qs from 'qs';
 import type { Config } from './config.ts';
 import type { Context } from './context.ts';
 import { type ConnectOptions, connectDatabase, type DbHandle } from './db/connect.ts';
@@ -16,9 +15,10 @@ import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
+import { parseNested, parseQueryString } from './http/query-string.ts';
 import { rejectRepeatedAuthorization } from './http/repeated-headers.ts';
 import { RequestLogController } from './http/request-log.ts';
-import { DROPPED_KEYS, prototypeKeysIn, rejectUnstorableText } from './http/text-input.ts';
+import { rejectUnstorableText } from './http/text-input.ts';
 import { rejectLooseTextValues } from './http/text-values.ts';
 import { lowerCaseUuids } from './http/uuid-case.ts';
 import accessPlugin from './modules/auth/access.plugin.ts';
@@ -34,23 +34,6 @@ export interface BuildOptions {
   skipMigrations?: boolean;
   /** Pino options or false; defaults to JSON logs at LOG_LEVEL. */
   logger?: boolean | object;
-}
-
-const QS_OPTIONS: qs.IParseOptions = {
-  depth: 3,
-  arrayLimit: 100,
-  parameterLimit: 300,
-  allowPrototypes: false,
-  duplicates: 'combine',
-};
-
-/** Parses a query string or form body with nested keys (`filterby[p][op]=v`), bounded in depth and size. */
-export function parseNested(text: string): Record<string, unknown> {
-  const parsed = qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
-  // qs drops prototype-member names silently; they are remembered so the request is refused (DROPPED_KEYS).
-  const dropped = prototypeKeysIn(text);
-  if (dropped.length > 0) Object.defineProperty(parsed, DROPPED_KEYS, { value: dropped, enumerable: false });
-  return parsed;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -101,7 +84,7 @@ export async function buildApp(
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    routerOptions: { querystringParser: parseNested, maxParamLength: 200 },
+    routerOptions: { querystringParser: parseQueryString, maxParamLength: 200 },
     clientErrorHandler: answerClientError,
     // The router refuses a malformed URL (bad percent-encoding) or an over-long path parameter before any hook or
     // error handler runs; without this Fastify answers with its own JSON, outside the envelope and the code set.
