@@ -32,7 +32,10 @@ export function prototypeKeysIn(text: string): string[] {
   if (!text.includes('%') && !PROTOTYPE_MEMBER.test(text)) return [];
   const found: string[] = [];
   for (const pair of text.split('&')) {
-    const raw = pair.split('=', 1)[0] ?? '';
+    // Where qs ends a name: at `]=` when there is one (`a=x[constructor]=y` names `a=x[constructor]`), else at `=`.
+    const bracketEquals = pair.indexOf(']=');
+    const end = bracketEquals === -1 ? pair.indexOf('=') : bracketEquals + 1;
+    const raw = end === -1 ? pair : pair.slice(0, end);
     let key: string;
     try {
       key = decodeURIComponent(raw.replaceAll('+', ' '));

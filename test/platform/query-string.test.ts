@@ -23,7 +23,11 @@ describe('query string parsing', () => {
 
   it('gives each caller its own object, so one request coercing its query changes no other', () => {
     const text = 'filterby[tag_type]=hashtag&uuids=a&uuids=b&limit=20';
-    const first = parseQueryString(text) as { limit: unknown; uuids: string[]; filterby: Record<string, unknown> };
+    const first = parseQueryString(text) as {
+      limit: unknown;
+      uuids: string[];
+      filterby: Record<string, unknown>;
+    };
     first.limit = 20;
     first.uuids.push('c');
     first.filterby.tag_type = 'emotion';
@@ -54,6 +58,9 @@ describe('prototype-member names in a query string', () => {
     assert.deepStrictEqual(prototypeKeysIn('filterby[constructor][eq]=a'), ['filterby[constructor][eq]']);
     assert.deepStrictEqual(prototypeKeysIn('%63onstructor=1'), ['constructor']);
     assert.deepStrictEqual(prototypeKeysIn('a=1&valueOf=2'), ['valueOf']);
+    // qs ends a name at `]=` when there is one, so this whole pair is one name, which it would drop silently.
+    assert.deepStrictEqual(prototypeKeysIn('filterby=x[constructor]=y&limit=2'), ['filterby=x[constructor]']);
+    assert.deepStrictEqual(prototypeKeysIn('a=1[__proto__]=2'), ['a=1[__proto__]']);
     assert.deepStrictEqual(prototypeKeysIn('query=constructor&limit=2'), []);
     assert.deepStrictEqual(prototypeKeysIn('filterby[name][like]=toString%25'), []);
     assert.deepStrictEqual(prototypeKeysIn('constructors=1&my_valueOf=2'), []);
