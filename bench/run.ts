@@ -104,11 +104,25 @@ async function answerOf(base: string, s: Scenario): Promise<string> {
 }
 
 /** The body of the tag read scenario's answer, for the floor to answer with. */
-async function tagAnswer(base: string, all: Scenario[]): Promise<string> {
-  const read = all.find((s) => s.name === TAG_READ) as Scenario;
-  const res = await fetch(`${base}${read.path}`, { headers: read.headers });
-  if (!res.ok) throw new Error(`${TAG_READ} answered ${res.status}`);
-  return res.text();
+function tagAnswer(base: string, all: Scenario[]): Promise<string> {
+  return answerOf(base, all.find((s) => s.name === TAG_READ) as Scenario);
+}
+
+/** A row of a floor run: the API's columns do not apply. */
+function floorRow(name: string, result: autocannon.Result, ratio: string): Row {
+  return {
+    name,
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    rss: Number.NaN,
+    elP99: Number.NaN,
+    cpuUs: Number.NaN,
+    ratio,
+  };
 }
 
 async function waitFor(url: string): Promise<void> {
@@ -453,15 +467,17 @@ async function main(): Promise<void> {
     // for a hashtag with 100 recent associations, where a fixed tag of 5 was 0.5 KB until the sixteenth session).
     const floorBody = await tagAnswer(base, all);
     const sized = opts.sizeFloors ? list.filter(hasSizeFloor) : [];
-    const bodiesFile = join(tmpdir(), `bench-floor-bodies-${process.pid}.json`);
     const sizedBodies = await Promise.all(sized.map((s) => answerOf(base, s)));
-    writeFileSync(bodiesFile, JSON.stringify(sizedBodies));
+    // A file, not the environment: the tag list's answer alone is 80 KB, near Linux's limit for one variable.
+    const bodiesFile =
+      sized.length > 0 ? join(tmpdir(), `bench-floor-bodies-${process.pid}.json`) : undefined;
+    if (bodiesFile) writeFileSync(bodiesFile, JSON.stringify(sizedBodies));
     floor = startProcess(['bench/floor.ts', String(FLOOR_PORT)], {
       FLOOR_BODY: floorBody,
-      FLOOR_BODIES_FILE: bodiesFile,
+      ...(bodiesFile ? { FLOOR_BODIES_FILE: bodiesFile } : {}),
     });
     await waitFor(`http://127.0.0.1:${FLOOR_PORT}/floor`);
-    rmSync(bodiesFile, { force: true }); // read by the floor as it started
+    if (bodiesFile) rmSync(bodiesFile, { force: true }); // read by the floor as it started
     console.log(`floor answers ${Buffer.byteLength(floorBody)} bytes, as GET /tags/{uuid} does`);
     const earlier = await removeBenchPosts(opts, list, base);
     if (earlier > 0) console.log(`removed ${earlier} posts left by earlier runs' POST scenario`);
@@ -495,19 +511,7 @@ async function main(): Promise<void> {
     await warmUp(`http://127.0.0.1:${FLOOR_PORT}/floor`);
     const floorResult = await drive(`http://127.0.0.1:${FLOOR_PORT}/floor`);
     const floorRps = floorResult.requests.average;
-    rows.push({
-      name: 'floor: bare Fastify, constant JSON',
-      rps: Math.round(floorRps),
-      p50: floorResult.latency.p50,
-      p99: floorResult.latency.p99,
-      max: floorResult.latency.max,
-      errors: floorResult.errors,
-      non2xx: floorResult.non2xx,
-      rss: Number.NaN,
-      elP99: Number.NaN,
-      cpuUs: Number.NaN,
-      ratio: '1.00',
-    });
+    rows.push(floorRow('floor: bare Fastify, constant JSON', floorResult, '1.00'));
     console.log(`floor: ${Math.round(floorRps)} req/s`);
 
     for (const s of list) {
@@ -567,19 +571,7 @@ async function main(): Promise<void> {
         await warmUp(url);
         const f = await drive(url);
         const bytes = Buffer.byteLength(sizedBodies[at] as string);
-        rows.push({
-          name: `floor at this answer's size (${bytes} bytes)`,
-          rps: Math.round(f.requests.average),
-          p50: f.latency.p50,
-          p99: f.latency.p99,
-          max: f.latency.max,
-          errors: f.errors,
-          non2xx: f.non2xx,
-          rss: Number.NaN,
-          elP99: Number.NaN,
-          cpuUs: Number.NaN,
-          ratio: '-',
-        });
+        rows.push(floorRow(`floor at this answer's size (${bytes} bytes)`, f, '-'));
         console.log(
           `floor at ${bytes} bytes: ${Math.round(f.requests.average)} req/s p99 ${f.latency.p99} ms`,
         );
