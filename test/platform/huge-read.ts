@@ -1,11 +1,20 @@
 // A Fastify app whose /huge read returns more rows than a small reader heap holds, through a ReaderPool of its own.
 // Run as a script (`node [V8 heap flags] test/platform/huge-read.ts DB_PATH`) it prints the statuses of /huge and
-// then /small as JSON: V8's heap flags are process-wide, so a test that gives them needs a process of its own.
+// then /small, and the errors behind them, as JSON: V8's heap flags are process-wide, so a test that gives them
+// needs a process of its own.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Kysely, sql } from 'kysely';
 import type { Database } from '../../src/db/database.ts';
 import { ReaderPool, ReaderPoolDialect } from '../../src/db/reader-pool.ts';
 import { installErrorHandler } from '../../src/http/error-handler.ts';
+
+/**
+ * The readers' heap in these tests. A reader's start-up alone fills about 14 MB of the spaces the old-generation
+ * limit counts (old, large-object, trusted and code space, measured with v8.getHeapSpaceStatistics), so a 16 MB
+ * limit left 2 MB: a replacement reader, started after the huge read's reader died, sometimes died of its own start-up
+ * (the small read then answered 503 as well).
+ */
+export const TEST_READER_HEAP_MB = 48;
 
 /** The app and its reader pool (one thread of `heapMb`); /huge reads `rows` rows of 200 characters. */
 export function hugeReadApp(path: string, heapMb: number, rows: number): FastifyInstance {
@@ -25,11 +34,18 @@ export function hugeReadApp(path: string, heapMb: number, rows: number): Fastify
 }
 
 if (import.meta.main) {
-  const app = hugeReadApp(process.argv[2] as string, 16, 150_000);
+  const app = hugeReadApp(process.argv[2] as string, TEST_READER_HEAP_MB, 400_000);
+  // The causes behind the answers (a 503's body says only "retry"), for the test's failure message.
+  const errors: string[] = [];
+  app.addHook('onError', async (request, _reply, err) => {
+    errors.push(`${request.url}: ${err.message}`);
+  });
   try {
     const huge = await app.inject({ method: 'GET', url: '/huge' });
     const small = await app.inject({ method: 'GET', url: '/small' });
-    console.log(JSON.stringify({ huge: huge.statusCode, small: small.statusCode, smallBody: small.body }));
+    console.log(
+      JSON.stringify({ huge: huge.statusCode, small: small.statusCode, smallBody: small.body, errors }),
+    );
   } finally {
     await app.close();
   }
