@@ -207,8 +207,8 @@ export const variables = {
   SQLITE_READER_HEAP_MB: {
     default: '64',
     description:
-      'JavaScript heap limit of each SQLite reader thread in MB (its old generation; the young generation is held to 8 MB). A read whose rows do not fit stops its thread and is answered 503; a new thread takes its place.',
-    parse: int(16, 4096),
+      "JavaScript heap limit of each SQLite reader thread in MB (its old generation; the young generation is held to 12 MB). A read whose rows do not fit stops its thread and is answered 503; a new thread takes its place. At least 32: a reader's start-up alone fills about 14 MB of it.",
+    parse: int(32, 4096),
   },
   SQLITE_READER_CACHE_MB: {
     default: '16',

@@ -55,6 +55,7 @@ describe('configuration', () => {
     ['SQLITE_SYNCHRONOUS', 'SOMETIMES'],
     ['PAGE_LIMIT_MAX', '0'],
     ['SQLITE_READER_HEAP_MB', '8'],
+    ['SQLITE_READER_HEAP_MB', '16'],
     ['SQLITE_READER_CACHE_MB', '0'],
     ['SEARCH_CACHE_MB', '0'],
     ['READ_CACHE_MB', 'lots'],
