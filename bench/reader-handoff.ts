@@ -1,8 +1,9 @@
 // What handing a read to a reader thread costs (docs/benchmarks.md, thirty-eighth session):
 // `node bench/reader-handoff.ts [--db sqlite:./data/bench.db] [--rounds N] [--concurrency N]`.
-// Runs the three statements of an uncached tag list page (the count, the page, the association uuids) through a
-// ReaderPool of two threads, `--concurrency` rounds at a time, then the same statements on one connection of the
-// main thread, and prints the wall time and each thread's CPU time a round, read from /proc/self/task.
+// Runs the three statements of an uncached tag list page as a guest sees it (the count, the page, the association
+// uuids; a signed-in viewer's have more conditions) through a ReaderPool of two threads, `--concurrency` rounds at a
+// time, then the same statements on one connection of the main thread as the API's main connection runs them
+// (`all()`, rows as objects), and prints the wall time and each thread's CPU time a round, from /proc/self/task.
 import { readdirSync, readFileSync } from 'node:fs';
 import { ReaderPool } from '../src/db/reader-pool.ts';
 import { NodeSqliteDatabase } from '../src/db/sqlite-driver.ts';
@@ -20,6 +21,8 @@ const rounds = Number(arg('--rounds') ?? 6000);
 const concurrency = Number(arg('--concurrency') ?? 8);
 // As the API's readers keep them (SQLITE_READER_CACHE_MB's default).
 const CACHE_MB = 16;
+// sysconf(_SC_CLK_TCK): 100 on every Linux Node runs on (as in run.ts).
+const CLOCK_TICKS = 100;
 
 interface Statement {
   sql: string;
@@ -56,7 +59,10 @@ function tagListStatements(db: NodeSqliteDatabase): Statement[] {
   ];
 }
 
-/** CPU time (user + system, in clock ticks of 10 ms) of each thread of this process, by thread id and name. */
+/**
+ * CPU time (user + system, in clock ticks) of each thread of this process, by thread id and name. A thread that ends
+ * during a measurement loses its time; the readers and the main thread live through it.
+ */
 function threadTicks(): Map<string, number> {
   const ticks = new Map<string, number>();
   for (const id of readdirSync('/proc/self/task')) {
@@ -66,6 +72,8 @@ function threadTicks(): Map<string, number> {
     } catch {
       continue; // the thread ended meanwhile
     }
+    // The name may hold spaces and parentheses; the fields after it start at the third (state): utime and stime,
+    // the 14th and 15th, are its 11th and 12th.
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     ticks.set(`${id} ${name}`, Number(fields[11]) + Number(fields[12]));
@@ -82,7 +90,7 @@ async function measure(label: string, work: () => Promise<void> | void): Promise
   const cpu: string[] = [];
   let total = 0;
   for (const [thread, after] of threadTicks()) {
-    const us = ((after - (before.get(thread) ?? 0)) * 10_000) / rounds;
+    const us = ((after - (before.get(thread) ?? 0)) * 1e6) / CLOCK_TICKS / rounds;
     if (us <= 0) continue;
     total += us;
     cpu.push(`${thread.split(' ')[1]} ${us.toFixed(0)}`);
@@ -111,7 +119,7 @@ try {
   for (let i = 0; i < 500; i++) for (const s of statements) direct.prepare(s.sql).all(s.parameters);
   await measure('on one connection of the main thread', () => {
     for (let i = 0; i < rounds; i++) {
-      for (const s of statements) [...direct.prepare(s.sql).iterateArrays(s.parameters)];
+      for (const s of statements) direct.prepare(s.sql).all(s.parameters);
     }
   });
 } finally {
