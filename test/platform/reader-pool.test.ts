@@ -229,7 +229,7 @@ for (const dialect of testDialects()) {
       skip: dialect.name !== 'sqlite',
     }, async () => {
       // src/server.ts starts the API with --max-old-space-size and --max-semi-space-size; V8 applies those to every
-      // isolate, so without releasing them a reader would take 400,000 rows (about 100 MB) into a 512 MB heap.
+      // isolate, so without releasing them a reader would take 400,000 rows (over 100 MB) into a 512 MB heap.
       const out = execFileSync(
         process.execPath,
         [
