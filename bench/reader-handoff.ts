@@ -1,12 +1,17 @@
 // What handing a read to a reader thread costs (docs/benchmarks.md, thirty-eighth session):
 // `node bench/reader-handoff.ts [--db sqlite:./data/bench.db] [--rounds N] [--concurrency N]`.
-// Runs the three statements of an uncached tag list page as a guest sees it (the count, the page, the association
-// uuids; a signed-in viewer's have more conditions) through a ReaderPool of two threads, `--concurrency` rounds at a
-// time, then the same statements on one connection of the main thread as the API's main connection runs them
-// (`all()`, rows as objects), and prints the wall time and each thread's CPU time a round, from /proc/self/task.
+// Reads an uncached tag list page as a guest (the count, the page, the association uuids: the repository calls
+// tag.service.ts makes, in its order) through the API's reader pool of two threads, `--concurrency` pages at a time,
+// then through a connection without readers, whose reads run on the main thread, and prints the wall time and each
+// thread's CPU time a page, from /proc/self/task.
 import { readdirSync, readFileSync } from 'node:fs';
-import { ReaderPool } from '../src/db/reader-pool.ts';
-import { NodeSqliteDatabase } from '../src/db/sqlite-driver.ts';
+import { connectDatabase } from '../src/db/connect.ts';
+import type { Db } from '../src/db/database.ts';
+import { parseListQuery } from '../src/http/list-query.ts';
+import { LIST_MAX_OFFSET } from '../src/http/paging.ts';
+import { countTagRows, listTagRows, TAG_WHITELIST } from '../src/modules/tag/tag.repository.ts';
+import { ASSOCIATIONS_IN_TAG } from '../src/modules/tag/tag.service.ts';
+import { findNewestAssociationUuids } from '../src/modules/tag-association/tag-association.repository.ts';
 
 const argv = process.argv.slice(2);
 const arg = (flag: string) => {
@@ -16,47 +21,29 @@ const arg = (flag: string) => {
 const url = arg('--db') ?? 'sqlite:./data/bench.db';
 if (!url.startsWith('sqlite:'))
   throw new Error('--db must name a SQLite file (sqlite:PATH): only SQLite has readers');
-const path = url.slice('sqlite:'.length);
 const rounds = Number(arg('--rounds') ?? 6000);
 const concurrency = Number(arg('--concurrency') ?? 8);
-// As the API's readers keep them (SQLITE_READER_CACHE_MB's default).
-const CACHE_MB = 16;
 // sysconf(_SC_CLK_TCK): 100 on every Linux Node runs on (as in run.ts).
 const CLOCK_TICKS = 100;
 
-interface Statement {
-  sql: string;
-  parameters: unknown[];
-}
+/** `GET /tags?filterby[tag_type]=hashtag&sortby[associations_count]=desc&sortby[created_at]=asc&limit=20`. */
+const TAG_LIST = parseListQuery(
+  { filterby: { tag_type: 'hashtag' }, sortby: { associations_count: 'desc', created_at: 'asc' }, limit: 20 },
+  TAG_WHITELIST,
+  LIST_MAX_OFFSET,
+);
 
-// The visibility condition of the tag list for a guest, as tag.repository.ts writes it.
-const VISIBLE = `(tags.tag_type = 'emotion' or (tags.standalone = 1
-  and not exists (select 1 from tag_associations ta where ta.tag_uuid = tags.uuid)))
-  or exists (select 1 from tag_associations ta where ta.tag_uuid = tags.uuid and ta.audience = 'public')`;
-
-/** The statements of `GET /tags?filterby[tag_type]=hashtag&sortby[associations_count]=desc&sortby[created_at]=asc`. */
-function tagListStatements(db: NodeSqliteDatabase): Statement[] {
-  const page = {
-    sql: `select * from tags where (${VISIBLE}) and tag_type = ?
-      order by associations_count desc nulls last, created_at asc nulls first, uuid asc limit ? offset ?`,
-    parameters: ['hashtag', 20, 0],
-  };
-  const uuids = db
-    .prepare(page.sql)
-    .all(page.parameters)
-    .map((row) => (row as { uuid: string }).uuid);
-  if (uuids.length === 0) throw new Error(`no hashtags in ${path}: seed the database first (npm run seed)`);
-  return [
-    { sql: `select count(*) as n from tags where (${VISIBLE}) and tag_type = ?`, parameters: ['hashtag'] },
-    page,
-    {
-      sql: `select t.uuid, (select string_agg(n.uuid, ',' order by n.created_at desc, n.uuid desc) from (
-          select ta.uuid, ta.created_at from tag_associations ta where ta.tag_uuid = t.uuid and ta.audience = 'public'
-          order by ta.created_at desc nulls last, ta.uuid desc limit ?) n) as associations
-        from tags as t where t.uuid in (${uuids.map(() => '?').join(', ')})`,
-      parameters: [100, ...uuids],
-    },
-  ];
+/** One uncached tag list page as tag.service.ts reads it for a guest: the page and the count, then the uuids. */
+async function readTagPage(db: Db): Promise<void> {
+  const [rows] = await Promise.all([listTagRows(db, TAG_LIST, null), countTagRows(db, TAG_LIST, null)]);
+  if (rows.length === 0) throw new Error(`no hashtags in ${url}: seed the database first (npm run seed)`);
+  await findNewestAssociationUuids(
+    db,
+    'sqlite',
+    rows.map((r) => r.uuid),
+    ASSOCIATIONS_IN_TAG,
+    null,
+  );
 }
 
 /**
@@ -81,7 +68,7 @@ function threadTicks(): Map<string, number> {
   return ticks;
 }
 
-/** Times `work` and prints its wall time and the CPU time of every thread that used any, in µs a round. */
+/** Times `work` and prints its wall time and the CPU time of every thread that used any, in µs a page. */
 async function measure(label: string, work: () => Promise<void> | void): Promise<void> {
   const before = threadTicks();
   const started = performance.now();
@@ -95,34 +82,29 @@ async function measure(label: string, work: () => Promise<void> | void): Promise
     total += us;
     cpu.push(`${thread.split(' ')[1]} ${us.toFixed(0)}`);
   }
-  console.log(`${label}: ${wall.toFixed(0)} µs wall, ${total.toFixed(0)} µs CPU a round (${cpu.join(', ')})`);
+  console.log(`${label}: ${wall.toFixed(0)} µs wall, ${total.toFixed(0)} µs CPU a page (${cpu.join(', ')})`);
 }
 
-const direct = new NodeSqliteDatabase({ path, synchronous: 'NORMAL', readOnly: true });
-direct.raw.exec(`PRAGMA cache_size = ${-CACHE_MB * 1024}`);
-const statements = tagListStatements(direct);
-const pool = new ReaderPool({ path, size: 2, cacheMb: CACHE_MB });
+// As the API opens them (SQLITE_READERS and SQLITE_READER_CACHE_MB's defaults); no writes, so no group commit.
+const pooled = connectDatabase(url, { readers: 2, readerCacheMb: 16, groupCommit: false });
+const direct = connectDatabase(url, { groupCommit: false });
 try {
-  const round = async () => {
-    for (const s of statements) await pool.query(s.sql, s.parameters);
+  /** `rounds` pages through `db`, `at` at a time, after 500 unmeasured ones (threads started, statements prepared). */
+  const drive = async (label: string, db: Db, at: number) => {
+    for (let i = 0; i < 500; i++) await readTagPage(db);
+    let next = 0;
+    await measure(label, async () => {
+      await Promise.all(
+        Array.from({ length: at }, async () => {
+          while (next++ < rounds) await readTagPage(db);
+        }),
+      );
+    });
   };
-  // Both readers started, their statements prepared and their caches filled.
-  await Promise.all(Array.from({ length: 500 }, round));
-  let next = 0;
-  await measure(`through a ReaderPool of 2, ${concurrency} rounds at a time`, async () => {
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next++ < rounds) await round();
-      }),
-    );
-  });
-  for (let i = 0; i < 500; i++) for (const s of statements) direct.prepare(s.sql).all(s.parameters);
-  await measure('on one connection of the main thread', () => {
-    for (let i = 0; i < rounds; i++) {
-      for (const s of statements) direct.prepare(s.sql).all(s.parameters);
-    }
-  });
+  await drive(`through a reader pool of 2, ${concurrency} pages at a time`, pooled.readDb, concurrency);
+  await drive('on the main thread', direct.readDb, 1);
 } finally {
-  await pool.close();
-  direct.raw.close();
+  await pooled.readDb.destroy();
+  await pooled.db.destroy();
+  await direct.db.destroy();
 }
