@@ -12,6 +12,7 @@ import { LIST_MAX_OFFSET } from '../src/http/paging.ts';
 import { countTagRows, listTagRows, TAG_WHITELIST } from '../src/modules/tag/tag.repository.ts';
 import { ASSOCIATIONS_IN_TAG } from '../src/modules/tag/tag.service.ts';
 import { findNewestAssociationUuids } from '../src/modules/tag-association/tag-association.repository.ts';
+import { CLOCK_TICKS, statTicks } from './proc-stat.ts';
 
 const argv = process.argv.slice(2);
 const arg = (flag: string) => {
@@ -23,8 +24,6 @@ if (!url.startsWith('sqlite:'))
   throw new Error('--db must name a SQLite file (sqlite:PATH): only SQLite has readers');
 const rounds = Number(arg('--rounds') ?? 6000);
 const concurrency = Number(arg('--concurrency') ?? 8);
-// sysconf(_SC_CLK_TCK): 100 on every Linux Node runs on (as in run.ts).
-const CLOCK_TICKS = 100;
 
 /** `GET /tags?filterby[tag_type]=hashtag&sortby[associations_count]=desc&sortby[created_at]=asc&limit=20`. */
 const TAG_LIST = parseListQuery(
@@ -59,11 +58,8 @@ function threadTicks(): Map<string, number> {
     } catch {
       continue; // the thread ended meanwhile
     }
-    // The name may hold spaces and parentheses; the fields after it start at the third (state): utime and stime,
-    // the 14th and 15th, are its 11th and 12th.
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks.set(`${id} ${name}`, Number(fields[11]) + Number(fields[12]));
+    ticks.set(`${id} ${name}`, statTicks(stat));
   }
   return ticks;
 }

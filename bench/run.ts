@@ -17,6 +17,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { compactIndex, vacuumWithIndexes } from '../src/modules/search/search.repository.ts';
 import { searchTuning } from '../src/modules/search/search.service.ts';
 import { warmDatabase } from './page-cache.ts';
+import { CLOCK_TICKS, statTicks } from './proc-stat.ts';
 import { BENCH_POST_TEXT, NO_CACHE, type Scenario, scenarios, TAG_READ } from './scenarios.ts';
 
 interface Options {
@@ -146,20 +147,13 @@ function cpuSeconds(pid: number): number {
   let ticks = 0;
   for (const p of [pid, ...childPids(pid)]) {
     try {
-      // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th
-      // and 13th of them (fields 14 and 15 of proc(5)).
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      ticks += statTicks(readFileSync(`/proc/${p}/stat`, 'utf8'));
     } catch {
       return Number.NaN; // not Linux, or the process is gone
     }
   }
   return ticks / CLOCK_TICKS;
 }
-
-// sysconf(_SC_CLK_TCK): 100 on every Linux Node runs on.
-const CLOCK_TICKS = 100;
 
 function childPids(pid: number): number[] {
   try {
