@@ -28,6 +28,7 @@ import { searchRecentIndexMigration } from './migrations/0024-search-recent-inde
 import { searchWordsMigration } from './migrations/0025-search-words.ts';
 import { searchDeferredIndexMigration } from './migrations/0026-search-deferred-index.ts';
 import { searchPrefixRangesMigration } from './migrations/0027-search-prefix-ranges.ts';
+import { searchMessageWordsMigration } from './migrations/0028-search-message-words.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -59,6 +60,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0025-search-words': searchWordsMigration(dialect),
     '0026-search-deferred-index': searchDeferredIndexMigration(dialect),
     '0027-search-prefix-ranges': searchPrefixRangesMigration(dialect),
+    '0028-search-message-words': searchMessageWordsMigration(dialect),
   };
 }
 

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { searchTuning } from '../../src/modules/search/search.service.ts';
-import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { sql } from 'kysely';
+import { partyToken } from '../../src/modules/search/search.query.ts';
+import { search as searchService, searchTuning } from '../../src/modules/search/search.service.ts';
+import {
+  explainRecorded,
+  recordingQueries,
+  startTestApp,
+  type TestApp,
+  type TestUser,
+  testDialects,
+} from '../helper.ts';
 import { call } from './world.ts';
 
 // docs/search.md, "Signed-in searches on PostgreSQL": a signed-in search of every kind walks the caller's messages
@@ -80,6 +89,33 @@ for (const dialect of testDialects()) {
         assert.deepEqual([...whole].sort(), [...visible].sort());
         for (const limit of [1, 4, 9]) assert.deepEqual(await search('/search?query=nebula', limit), whole);
       }
+    });
+
+    // docs/search.md, "Messages by words and party (PostgreSQL)": the caller's messages come from one GIN index of
+    // their words and parties (migration 0028), not from a walk of each side testing every message's words.
+    it("PostgreSQL finds the caller's messages through the index of words and parties", {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      Object.assign(searchTuning, standard);
+      await sql`analyze search_docs`.execute(t.ctx.db);
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      const page = await searchService({ ...t.ctx, readDb: db }, reader.uuid, {
+        query: 'nebula',
+        limit: 100,
+      });
+      assert.deepEqual(uuids(page.data).toSorted(), [...visible].sort());
+      const plans = await explainRecorded(t.ctx.db, nodes, (text) => text.includes('search_message_parties'));
+      assert.ok(plans.length > 0, 'the messages are read by words and party');
+      for (const plan of plans) assert.match(plan, /Bitmap Index Scan on search_docs_message_words/, plan);
+    });
+
+    it('PostgreSQL writes a party as partyToken does, whatever the case of the uuid', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const upper = reader.uuid.toUpperCase();
+      const r = await sql<{ v: string }>`
+        select search_message_parties(${upper}, ${reader.uuid})::text as v`.execute(t.ctx.db);
+      assert.equal(r.rows[0]?.v, `'${partyToken(reader.uuid)}'`);
     });
   });
 }

@@ -233,15 +233,6 @@ export interface IdWalk {
    */
   ginFirst?: boolean | undefined;
   /**
-   * PostgreSQL: the caller counted no match of the words as typed among the newest documents other than messages nor
-   * in the ranges sampled across the index (rare everywhere, "Rare words everywhere" in docs/search.md): the viewer's
-   * own messages are then matched with `@@`, which lets the planner intersect the word's posting list with the
-   * viewer's side instead of walking every message of the side (1,187 received messages of the seeded world's hub:
-   * 2.5 ms walked, 0.5 ms intersected). The planner still weighs the posting list against the walk: for `love` it
-   * kept the walk. The other kinds' walk of that search already reads the main GIN index the same way.
-   */
-  rare?: boolean | undefined;
-  /**
    * Also read title and body (the ranked candidates need them; on SQLite their statistics for the match's terms
    * instead, see walkColumns). Rows that are only paged through or skipped leave them out: the text is most of a
    * row's bytes, and PostgreSQL computes the select list of every skipped row too.
@@ -324,9 +315,7 @@ async function pgWalk(
   limit: number,
 ): Promise<Candidate[]> {
   const r =
-    await sql<CandidateRow>`${pgWalkQuery(match, scope, walk, offset + limit)} limit ${limit} offset ${offset}`.execute(
-      db,
-    );
+    await sql<CandidateRow>`${pgWalkQuery(match, scope, walk)} limit ${limit} offset ${offset}`.execute(db);
   return r.rows.map(toCandidate);
 }
 
@@ -337,7 +326,6 @@ interface PgWalkRange {
   afterId?: number | undefined;
   forceWalk?: boolean | undefined;
   ginFirst?: boolean | undefined;
-  rare?: boolean | undefined;
   withText?: boolean | undefined;
   /** With forceWalk: read every match of the bounded range in ascending id order, then order them (IdWalk.forward). */
   forward?: boolean | undefined;
@@ -345,28 +333,32 @@ interface PgWalkRange {
   recentIndex?: number | undefined;
 }
 
-/** The matches in scope of a PostgreSQL walk in id order, without its window (at most `most` of them, if given). */
-function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange, most?: number): RawBuilder<unknown> {
+/**
+ * PostgreSQL: the tsquery of a user as a party of a message (partyToken, as search_message_parties writes it; migration
+ * 0028), bound as a parameter. A user's uuid is hexadecimal with dashes, so the token is one plain lexeme; anything
+ * else is refused rather than read as tsquery syntax.
+ */
+function partyQuery(userUuid: string): RawBuilder<unknown> {
+  const token = partyToken(userUuid);
+  if (!/^u[0-9a-f]+$/.test(token)) throw new Error('a message party is not a uuid');
+  return sql`${token}::tsquery`;
+}
+
+/** The matches in scope of a PostgreSQL walk in id order, without its window (the caller's LIMIT ends it). */
+function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawBuilder<unknown> {
   const bounds = idBounds(sql.ref('d.id'), walk);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
   if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
-    // Only the viewer's two sides see a message: each side is walked newest first through its partial index
-    // (migration 0011) and the two are merged, so the walk reads the viewer's messages only and stops at its limit.
-    // ts_match_vq keeps the planner off the GIN index, whose posting list of a common word is read whole (28,819
-    // entries of `love:*`, 35-45 ms) to keep the few messages of one viewer.
-    // Each side stops at `most` (the window's end) itself: the planner appends the two sides and sorts them rather
-    // than merging them in order, and read every message of a viewer for "the" (25 ms for 1,187).
-    // Words rare everywhere (IdWalk.rare) have a short posting list: the planner may intersect it with a side.
-    const cap = most === undefined ? sql`` : sql`order by d.id ${dir} limit ${most}`;
-    const matched = walk.rare ? sql`d.tsv @@ ${tsquery(match)}` : sql`ts_match_vq(d.tsv, ${tsquery(match)})`;
-    const side = (column: 'owner_uuid' | 'recipient_uuid', other: RawBuilder<unknown>) => sql`
-      (select ${walkColumns(walk.withText)} from search_docs d
-      where d.kind = 'messages' and ${sql.ref(`d.${column}`)} = ${scope.viewer} ${other}
-        and ${matched} ${bounds} and ${scopeCondition(scope)} ${cap})`;
-    // A message to oneself would come from both sides: the recipient's side leaves it out.
+    // Only the viewer's two sides see a message: the words and the viewer as a party are intersected in the index of
+    // migration 0028, then the few matches are sorted. Walking each side newest first through its partial index
+    // (migration 0011) tested every message's tsvector (`love` as bench_user: 1,187 received messages for 19 matches,
+    // 3.7 ms against 0.7); the sum of the two sides also read every message of a viewer for "the" (docs/search.md,
+    // "Messages by words and party (PostgreSQL)"). The scope stays as the check of who sees a match.
     return sql`
-      select * from (${side('owner_uuid', sql``)}
-        union all ${side('recipient_uuid', sql`and d.owner_uuid <> ${scope.viewer}`)}) d
+      select ${walkColumns(walk.withText)} from search_docs d
+      where d.kind = 'messages'
+        and (d.tsv || search_message_parties(d.owner_uuid, d.recipient_uuid)) @@ (${tsquery(match)} && ${partyQuery(scope.viewer)})
+        ${bounds} and ${scopeCondition(scope)}
       order by d.id ${dir}`;
   }
   if (walk.forceWalk && inRecentIndex(walk, scope)) {
@@ -438,7 +430,7 @@ async function pgWalkCounted(
   const r = await sql<CandidateRow & { n: number | string; rn: number | string }>`
     select * from (
       select m.*, count(*) over () as n, row_number() over (order by m.id ${dir}) as rn
-      from (${pgWalkQuery(match, scope, walk, offset + limit)} limit ${offset + limit}) m
+      from (${pgWalkQuery(match, scope, walk)} limit ${offset + limit}) m
     ) s where s.rn > ${offset} or s.rn = s.n
     order by s.rn`.execute(db);
   const total = Number(r.rows[0]?.n ?? 0);

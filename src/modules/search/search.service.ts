@@ -370,7 +370,6 @@ async function exactDocs(
       afterId?: number;
       forceWalk?: boolean;
       ginFirst?: boolean;
-      rare?: boolean;
       walkAbove?: number | undefined;
       recentIndex?: number | undefined;
     },
@@ -514,7 +513,6 @@ async function exactDocs(
         beforeId: last + 1,
         walkAbove: undefined,
         ginFirst,
-        rare: rareEverywhere,
       };
       ({ candidates, more } = await windowAndOlderInOneWalk(range));
     } else if (
