@@ -350,10 +350,10 @@ function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawBuilder<
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
   if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
     // Only the viewer's two sides see a message: the words and the viewer as a party are intersected in the index of
-    // migration 0028, then the few matches are sorted. Walking each side newest first through its partial index
+    // migration 0028, then the matches are sorted. Walking each side newest first through its partial index
     // (migration 0011) tested every message's tsvector (`love` as bench_user: 1,187 received messages for 19 matches,
-    // 3.7 ms against 0.7); the sum of the two sides also read every message of a viewer for "the" (docs/search.md,
-    // "Messages by words and party (PostgreSQL)"). The scope stays as the check of who sees a match.
+    // 3.7 ms against 0.7; docs/search.md, "Messages by words and party (PostgreSQL)"). The scope stays as the check
+    // of who sees a match.
     return sql`
       select ${walkColumns(walk.withText)} from search_docs d
       where d.kind = 'messages'
@@ -469,8 +469,8 @@ async function fewDocsOfKind(
 }
 
 /**
- * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (their two sides, through the
- * owner and recipient indexes) and the other kinds (bounded to those kinds' own ids) are walked apart and merged by
+ * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (through the index of their
+ * words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked apart and merged by
  * id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
  * the viewer sees few of them: in a seeded world the newest 50,000 ids are messages, and "love" for bench_user
  * walked about 90,000 ids (docs/search.md, "Signed-in searches on PostgreSQL"). Undefined when it does not apply.
