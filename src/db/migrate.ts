@@ -29,6 +29,7 @@ import { searchWordsMigration } from './migrations/0025-search-words.ts';
 import { searchDeferredIndexMigration } from './migrations/0026-search-deferred-index.ts';
 import { searchPrefixRangesMigration } from './migrations/0027-search-prefix-ranges.ts';
 import { searchMessageWordsMigration } from './migrations/0028-search-message-words.ts';
+import { searchFoldAsciiMigration } from './migrations/0029-search-fold-ascii.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -61,6 +62,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0026-search-deferred-index': searchDeferredIndexMigration(dialect),
     '0027-search-prefix-ranges': searchPrefixRangesMigration(dialect),
     '0028-search-message-words': searchMessageWordsMigration(dialect),
+    '0029-search-fold-ascii': searchFoldAsciiMigration(dialect),
   };
 }
 
