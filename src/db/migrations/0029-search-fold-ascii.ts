@@ -3,7 +3,7 @@ import type { Dialect } from '../database.ts';
 import { markClassForPostgres } from '../search-fold.ts';
 
 /**
- * PostgreSQL: the same folding at a third of the cost where it matters. Folding was most of the work of indexing a
+ * PostgreSQL: the same folding, for ASCII text at a third of the cost. Folding was a large part of indexing a
  * post (docs/benchmarks.md, "Folding on PostgreSQL"): search_fold() took about 55 µs for a seeded post (two
  * normalizations and two regular expressions), and search_docs_tsv() called it twice per column.
  * - A text of ASCII alone (octet length equal to character length in UTF-8) is left as it is by NFKC, NFD and NFC and
