@@ -61,6 +61,19 @@ export function foldForIndex(text: string | null): string | null {
 }
 
 /**
+ * foldForIndex as a PostgreSQL expression of the text `t`, step by step as foldByNormalization (NFKC, lower case, ß
+ * and final ς, NFD, the marks removed, NFC), then every run of non-alphanumerics made a blank. The body of
+ * search_fold() since migration 0003; migration 0029 keeps it for text that is not ASCII alone.
+ */
+export function foldStepsForPostgres(): string {
+  return `regexp_replace(
+         normalize(regexp_replace(normalize(
+           replace(replace(lower(normalize(coalesce(t, ''), NFKC)), 'ß', 'ss'), 'ς', 'σ'),
+         NFD), '${markClassForPostgres()}', '', 'g'), NFC),
+         '[^[:alnum:]]+', ' ', 'g')`;
+}
+
+/**
  * The combining marks (\p{M}) as a PostgreSQL regular expression bracket expression, so PostgreSQL removes exactly
  * the marks JavaScript does.
  */

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../database.ts';
-import { markClassForPostgres } from '../search-fold.ts';
+import { foldStepsForPostgres } from '../search-fold.ts';
 
 /**
  * One folding of indexed text on both engines (src/db/search-fold.ts). SQLite's FTS5 tokenizer folds case and
@@ -61,11 +61,7 @@ function postgresStatements(): string[] {
   return [
     // The steps of foldText, then every run of non-alphanumerics made a blank (as foldForIndex).
     `CREATE OR REPLACE FUNCTION search_fold(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
-       SELECT regexp_replace(
-         normalize(regexp_replace(normalize(
-           replace(replace(lower(normalize(coalesce(t, ''), NFKC)), 'ß', 'ss'), 'ς', 'σ'),
-         NFD), '${markClassForPostgres()}', '', 'g'), NFC),
-         '[^[:alnum:]]+', ' ', 'g')
+       SELECT ${foldStepsForPostgres()}
      $fn$`,
     // Re-fold what is indexed: the BEFORE UPDATE OF title trigger recomputes each document's tsvector.
     'UPDATE search_docs SET title = title',

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../database.ts';
-import { markClassForPostgres } from '../search-fold.ts';
+import { foldStepsForPostgres } from '../search-fold.ts';
 
 /**
  * PostgreSQL: the same folding, for ASCII text at a third of the cost. Folding was a large part of indexing a
@@ -20,11 +20,7 @@ export function searchFoldAsciiMigration(dialect: Dialect) {
       await sql
         .raw(`CREATE OR REPLACE FUNCTION search_fold(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
        SELECT CASE WHEN octet_length(t) = char_length(t) THEN regexp_replace(lower(t), '[^[:alnum:]]+', ' ', 'g')
-       ELSE regexp_replace(
-         normalize(regexp_replace(normalize(
-           replace(replace(lower(normalize(coalesce(t, ''), NFKC)), 'ß', 'ss'), 'ς', 'σ'),
-         NFD), '${markClassForPostgres()}', '', 'g'), NFC),
-         '[^[:alnum:]]+', ' ', 'g') END
+       ELSE ${foldStepsForPostgres()} END
      $fn$`)
         .execute(db);
       await sql
