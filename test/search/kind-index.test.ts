@@ -5,7 +5,7 @@
 // engine, and on PostgreSQL the users must come from the user kind's own GIN index.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { createQueryId, sql } from 'kysely';
 import { kindIndexCheaper, searchTuning, searchUsers } from '../../src/modules/search/search.service.ts';
 import {
   explainRecorded,
@@ -93,6 +93,42 @@ for (const dialect of testDialects()) {
       assert.equal(candidates.length, 1, plans.join('\n\n'));
       assert.match(candidates[0] as string, /CTE m[\s\S]*tsv @@/, candidates[0]);
       assert.doesNotMatch(candidates[0] as string, /ts_match_vq/, candidates[0]);
+    });
+
+    it('every match of one whole word, and of two words, newest first past the ranked ones', async () => {
+      const all = async (query: string) => {
+        const found: string[] = [];
+        for (let offset = 0; ; offset += 10) {
+          const url = `/search/users?query=${encodeURIComponent(query)}&limit=10&offset=${offset}`;
+          const page = (await call(t, 'GET', url, t.guest)) as { uuid: string }[];
+          found.push(...page.map((u) => u.uuid));
+          if (page.length < 10) break;
+        }
+        return found;
+      };
+      // `annabel` is longer than any prefix index: it stands for the one indexed word it starts. `Ann` holds neither.
+      const named = annabels.filter((u) => u !== best);
+      assert.equal(named.length, USERS / EVERY - 1);
+      assert.deepEqual(new Set(await all('annabel')), new Set(named));
+      // Only `Annabel 599`, the newest, holds both words.
+      assert.deepEqual(await all('annabel 599'), [annabels.at(-1)]);
+    });
+
+    it('PostgreSQL counts one word in the users by `@@`, which their GIN index may serve; two words by ts_match_vq', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const counts = async (query: string) => {
+        const { db, nodes } = recordingQueries(t.ctx.db);
+        await searchUsers({ ...t.ctx, readDb: db }, null, { query, limit: 5 }, false);
+        const compiled = nodes.map((node) => t.ctx.db.getExecutor().compileQuery(node, createQueryId()).sql);
+        return compiled.filter((text) => text.includes('as newest'));
+      };
+      const [one] = await counts('annabel');
+      assert.match(one ?? '', /d\.tsv @@/, one);
+      assert.doesNotMatch(one ?? '', /ts_match_vq/, one);
+      const [two] = await counts('annabel 599');
+      assert.match(two ?? '', /ts_match_vq/, two);
+      assert.doesNotMatch(two ?? '', /d\.tsv @@/, two);
     });
   });
 }
