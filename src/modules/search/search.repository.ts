@@ -896,11 +896,11 @@ function pgCountInRange(match: Match, kinds: readonly DocKind[], range: IdRange,
  * Whether a PostgreSQL count of one kind with a GIN index of its own (hasKindGin) may use it: one whole word, or one
  * long prefix as the words it starts. The planner then intersects the word's entries in that index, at most one per
  * document of the kind, with the range's ids where that reads less than the range (`coffee` among the users' newest
- * 2,000 ids and four spread ranges, in `/search/types`: 0.7 ms a statement where the walk took 3.8). Its estimate for one word comes from the column's
- * statistics of its commonest lexemes, so a common word is still walked; for several words it multiplies their
- * frequencies as if independent, and read `the & and & of` through their whole posting lists, and a short prefix
- * stands for an unknown number of lexemes. Through the main index it read every post's entry of `coffee` (27,000)
- * to count the 40 newest of 2,000 posts: 6.9 ms, where the walk took 1.3.
+ * 2,000 ids and four spread ranges, in `/search/types`: 0.7 ms a statement where the walk took 3.8). Its estimate
+ * for one word comes from the column's statistics of its commonest lexemes, so a common word is still walked; for
+ * several words it multiplies their frequencies as if independent, and read `the & and & of` through their whole
+ * posting lists, and a short prefix stands for an unknown number of lexemes. Through the main index it read every
+ * post's entry of `coffee` (27,000) to count the 40 newest of 2,000 posts: 6.9 ms, where the walk took 1.3.
  */
 function oneWordCount(match: Match): boolean {
   if (match.terms.length !== 1) return false;
