@@ -15,7 +15,7 @@ import {
   type TestApp,
   testDialects,
 } from '../helper.ts';
-import { call } from './world.ts';
+import { call, readAllPages } from './world.ts';
 
 describe('kindIndexCheaper', () => {
   const seeded = { spanIds: 2000, kindIds: 100_001, windowIds: 30_000, most: 1000 };
@@ -96,16 +96,8 @@ for (const dialect of testDialects()) {
     });
 
     it('every match of one whole word, and of two words, newest first past the ranked ones', async () => {
-      const all = async (query: string) => {
-        const found: string[] = [];
-        for (let offset = 0; ; offset += 10) {
-          const url = `/search/users?query=${encodeURIComponent(query)}&limit=10&offset=${offset}`;
-          const page = (await call(t, 'GET', url, t.guest)) as { uuid: string }[];
-          found.push(...page.map((u) => u.uuid));
-          if (page.length < 10) break;
-        }
-        return found;
-      };
+      const all = (query: string) =>
+        readAllPages(t, `/search/users?query=${encodeURIComponent(query)}`, t.guest, 10);
       // `annabel` is longer than any prefix index: it stands for the one indexed word it starts. `Ann` holds neither.
       const named = annabels.filter((u) => u !== best);
       assert.equal(named.length, USERS / EVERY - 1);
