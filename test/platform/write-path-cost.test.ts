@@ -26,7 +26,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { saveClient } from '../../src/modules/auth/auth.service.ts';
 import { nettingAddRecordsCount } from '../../src/modules/karma/karma.repository.ts';
-import { searchTuning } from '../../src/modules/search/search.service.ts';
+import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import {
   body,
   injectWithToken,

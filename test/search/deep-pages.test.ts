@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  DOC_KINDS,
-  deepWalkSplit,
-  deepWalkTuning,
-  docIdRange,
-} from '../../src/modules/search/search.repository.ts';
-import { searchTuning } from '../../src/modules/search/search.service.ts';
+import { DOC_KINDS } from '../../src/modules/search/search.repository.ts';
+import { deepWalkSplit, deepWalkTuning } from '../../src/modules/search/search-density.repository.ts';
+import { docIdRange } from '../../src/modules/search/search-ends.repository.ts';
+import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call, readAllPages } from './world.ts';
 

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
-import { type DocKind, docIdRanges, newestIdBelow } from '../../src/modules/search/search.repository.ts';
+import type { DocKind } from '../../src/modules/search/search.repository.ts';
+import { docIdRanges, newestIdBelow } from '../../src/modules/search/search-ends.repository.ts';
 import { genericPlans, recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 // Blocks of documents of one kind each, in this order of ids.

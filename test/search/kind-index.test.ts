@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
-import { kindIndexCheaper, searchTuning, searchUsers } from '../../src/modules/search/search.service.ts';
+import { searchUsers } from '../../src/modules/search/search.service.ts';
+import { kindIndexCheaper, searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import {
   explainRecorded,
   insertAnnabels,

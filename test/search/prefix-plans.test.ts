@@ -5,7 +5,7 @@ import type { Database } from '../../src/db/database.ts';
 import {
   findHashtagsByPrefix,
   findUsersByUsernamePrefix,
-} from '../../src/modules/search/search.repository.ts';
+} from '../../src/modules/search/search-names.repository.ts';
 import { genericPlans, recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 for (const dialect of testDialects()) {

@@ -309,10 +309,10 @@ for (const dialect of testDialects()) {
           body: `pagingword item ${i}${i % 3 === 0 ? ' pagingword pagingword' : ''}`,
         });
       }
-      const service = await import('../../src/modules/search/search.service.ts');
-      const standard = service.searchTuning.rankedCandidates;
+      const ranking = await import('../../src/modules/search/search-ranking.service.ts');
+      const standard = ranking.searchTuning.rankedCandidates;
       for (const ranked of [standard, 5]) {
-        service.searchTuning.rankedCandidates = ranked;
+        ranking.searchTuning.rankedCandidates = ranked;
         try {
           for (const order of ['relevance', 'created_at:asc', 'updated_at desc']) {
             const seen: string[] = [];
@@ -329,7 +329,7 @@ for (const dialect of testDialects()) {
             assert.equal(new Set(seen).size, 23, `${ranked} ${order}`);
           }
         } finally {
-          service.searchTuning.rankedCandidates = standard;
+          ranking.searchTuning.rankedCandidates = standard;
         }
       }
       const created = await call(

@@ -7,13 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
 import { nowIso } from '../../src/db/time.ts';
-import { recentBoundLiteral, refreshRecentIndex } from '../../src/modules/search/search.repository.ts';
-import {
-  recentIndexCheaper,
-  reindex,
-  search,
-  searchTuning,
-} from '../../src/modules/search/search.service.ts';
+import { reindex, search } from '../../src/modules/search/search.service.ts';
+import { recentBoundLiteral, refreshRecentIndex } from '../../src/modules/search/search-index.repository.ts';
+import { recentIndexCheaper, searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import {
   bulkUserRow,
   explainRecorded,

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { partyToken } from '../../src/modules/search/search.query.ts';
-import { search as searchService, searchTuning } from '../../src/modules/search/search.service.ts';
+import { search as searchService } from '../../src/modules/search/search.service.ts';
+import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import {
   explainRecorded,
   recordingQueries,

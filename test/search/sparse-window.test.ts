@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { search } from '../../src/modules/search/search.service.ts';
 import {
   rareEverywhereEstimate,
   recentWindowSparse,
-  search,
   searchTuning,
-} from '../../src/modules/search/search.service.ts';
+} from '../../src/modules/search/search-ranking.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { call, readAllPages } from './world.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { searchTuning } from '../../src/modules/search/search.service.ts';
+import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { call } from './world.ts';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
 import { nowIso } from '../../src/db/time.ts';
-import { findMatchesById } from '../../src/modules/search/search.repository.ts';
+import { findMatchesById } from '../../src/modules/search/search-walk.repository.ts';
 import { newestAssociationsOf } from '../../src/modules/tag-association/tag-association.repository.ts';
 import { body, bulkUserRow, insertInBatches, recordingQueries, testDialects } from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';

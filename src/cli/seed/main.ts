@@ -11,8 +11,8 @@ import { createPostgresDatabaseIfMissing } from '../../db/create-database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import { EventBus } from '../../events/bus.ts';
 import { modules } from '../../modules/index.ts';
-import { refreshRecentIndex } from '../../modules/search/search.repository.ts';
-import { searchTuning } from '../../modules/search/search.service.ts';
+import { refreshRecentIndex } from '../../modules/search/search-index.repository.ts';
+import { searchTuning } from '../../modules/search/search-ranking.service.ts';
 import { Progress } from './progress.ts';
 import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldOptions } from './world.ts';
 

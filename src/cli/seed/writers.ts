@@ -24,7 +24,7 @@ import { insertNetwork } from '../../modules/network/network.repository.ts';
 import type { NetworkTable } from '../../modules/network/network.table.ts';
 import { insertPost } from '../../modules/post/post.repository.ts';
 import type { PostTable } from '../../modules/post/post.table.ts';
-import { rebuildIndex } from '../../modules/search/search.repository.ts';
+import { rebuildIndex } from '../../modules/search/search-index.repository.ts';
 import { extractHashtags, extractMentions, type FoundName } from '../../modules/tag/extract.ts';
 import { normalizeTagName, type TagType } from '../../modules/tag/normalize.ts';
 import { insertAssociationsCounted } from '../../modules/tag/tag.repository.ts';

@@ -23,137 +23,28 @@ import {
   type Order,
   parseOrder,
   queryTerms,
-  relevanceScores,
   typoDistance,
 } from './search.query.ts';
-import type { DocKind, DocRef, Match, Scope } from './search.repository.ts';
-import * as repo from './search.repository.ts';
+import {
+  DOC_KINDS,
+  type DocKind,
+  type DocRef,
+  expandPrefix,
+  findDocsInScope,
+  findRowsByUuids,
+  type Match,
+  type Scope,
+} from './search.repository.ts';
 import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
+import { compactIndex, rebuildIndex } from './search-index.repository.ts';
+import {
+  findHashtagsByPrefix,
+  findNameCandidates,
+  findUsersByUsernamePrefix,
+} from './search-names.repository.ts';
+import { exactDocs, searchTuning } from './search-ranking.service.ts';
+import { findMatchesById } from './search-walk.repository.ts';
 
-/**
- * Most of the newest matches ranked by relevance (the rest follow newest first), how many of the newest documents
- * make the recent window of the ranking, and on PostgreSQL how many ids the first chunk of the walk below that
- * window spans (each next chunk twice as many), how many of a chunk's newest ids tell whether it is dense with the
- * words (see DENSE), and how many ranges of how many ids, spread over the whole index, tell whether the words are
- * common when the newest ids say they are not (0 ranges: never asked); see docs/search.md, "Speed". A mutable object
- * so tests can shrink them.
- */
-export const searchTuning = {
-  rankedCandidates: 1000,
-  recentDocs: 30_000,
-  olderChunk: 100_000,
-  densitySample: 2000,
-  spreadRanges: 4,
-  spreadRangeIds: 250,
-};
-/**
- * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, counting only
- * those the caller may see: the count decides what they see ranked) matches it: then only its newest
- * `rankedCandidates / 5` matches in scope are ranked.
- */
-export const COMMON_SPAN = 10;
-/**
- * PostgreSQL: ids are walked in order where at least one in DENSE of them matches the words (whoever may see them).
- * Reading a common prefix's GIN entries costs about 1.4 µs each over the whole index (41 ms for the 28,819 of
- * "love"), walking ids in order about 0.6 µs each: walking 30,000 ids wins once the words match 1% of the world.
- */
-const DENSE = 100;
-/** The two costs above, in µs: a GIN entry read with its row, and a row walked in id order. */
-const GIN_ENTRY_US = 1.4;
-const WALK_ROW_US = 0.6;
-
-/**
- * PostgreSQL, one kind with a GIN index of its own (comments, users) whose newest documents are dense with the words:
- * whether reading every match of the kind through that index costs less than walking the recent window in id order,
- * by the costs above (about 1.4 µs per GIN entry with its row, 0.6 µs per row walked). The newest range's count gives
- * the density: its matches per id estimate the kind's matches over all its ids, its matches per document of the kind
- * how far the walk goes for `most` of them. `ann` in users matched 3,465 of 100,000: the index read them in 4.7 ms
- * where the walk of the newest 30,000 users took 18 ms (docs/search.md, "Dense words in one kind on PostgreSQL").
- */
-export function kindIndexCheaper(d: {
-  newest: number;
-  spanDocs: number;
-  spanIds: number;
-  kindIds: number;
-  windowIds: number;
-  most: number;
-}): boolean {
-  if (d.newest <= 0 || d.spanDocs <= 0 || d.spanIds <= 0) return false;
-  const entries = (d.newest / d.spanIds) * d.kindIds;
-  const walked = Math.min((d.spanDocs / d.spanIds) * d.windowIds, (d.most * d.spanDocs) / d.newest);
-  return entries * GIN_ENTRY_US < walked * WALK_ROW_US;
-}
-/**
- * An entry of the index of recent documents, as estimated from the density in the caller's scope, costs about as much
- * as this many rows walked in id order. The index also holds the documents the caller may not see and every word the
- * last word starts, so a word has more entries than the estimate (`it:*`: 4,640 against 3,056), and the index's read
- * keeps every match of the window and sorts them, where the walk stops at its limit. Fitted on 16 words of the seeded
- * world (`explain analyze`, 7 runs each, the guest's statements): the walk cost less from `was` (96 of the newest
- * 2,000 match: 5.0 against 7.4 ms) up, the index up to `they` (64: 5.1 against 8.2 ms), `are` (86) about even. 12
- * puts the change at 94 for a freshly moved index (37,500 ids), about 70 as it grows toward 67,500. A weight fitted
- * on `love` alone (4) sent `it`, `he` or `on` through the index at twice their walk's cost.
- */
-const RECENT_ENTRY_ROWS = 12;
-
-/**
- * PostgreSQL, one word the recent window is walked for (dense enough among its newest documents): whether reading its
- * entries in the index of recent documents (every document but messages above the index's bound, up to the newest
- * of the searched kinds: `indexIds` ids, documents the caller may not see included) costs less than walking the
- * window's rows in id order until `most` matches. The newest range's count (matches in the caller's scope) gives the
- * density. `love`, one match in 57 of the newest documents, had about 1,300 entries in an index of 60,000 ids (the
- * seeded world's before recentIndexTarget narrowed it); its walk reads all 30,000 rows of the window. A word in one
- * document of ten stops its walk after 10,000 rows, where such an index holds 6,000 entries.
- */
-export function recentIndexCheaper(d: {
-  newest: number;
-  spanIds: number;
-  indexIds: number;
-  windowIds: number;
-  most: number;
-}): boolean {
-  if (d.spanIds <= 0 || d.indexIds <= 0) return false;
-  const density = Math.max(1, d.newest) / d.spanIds;
-  const entries = density * d.indexIds;
-  const walked = Math.min(d.windowIds, d.most / density);
-  return entries * RECENT_ENTRY_ROWS < walked;
-}
-/**
- * SQLite, a query the newest range's count found sparse: whether the recent window is expected to hold fewer than a
- * quarter of `fewest` matches, its density taken from the count (at least one match, as a count of 0 may hide a few).
- * Then the window and the older ids are walked in one statement, not two: each FTS5 statement reads the words' whole
- * doclists before its first row, 1.2 ms for `coffee morning` on the seeded world, and such a window nearly always
- * leaves the rest to the older walk (docs/search.md, "Sparse queries in one walk (SQLite)"). A wrong guess costs
- * time, never the answer: the walk's newest matches are the same either way.
- */
-export function recentWindowSparse(d: {
-  newest: number;
-  spanIds: number;
-  windowIds: number;
-  fewest: number;
-}): boolean {
-  if (d.spanIds <= 0) return false;
-  return (Math.max(1, d.newest) / d.spanIds) * d.windowIds * 4 < d.fewest;
-}
-/**
- * PostgreSQL: whether the words look rare across the whole index. The matches counted among the newest ids and in
- * the ranges spread over the index (`countedIds` ids in all; none when the spread was not counted), scaled to every
- * id of the searched kinds (`allIds`), are at most `most`: reading every match through the GIN index is then one
- * short read, where the recent window, a density sample below it and the older walk were four more statements.
- * `ramidorum` (11 matches in 1,456,000 documents) fell in one spread range of the seeded world: 1 match in 3,000 ids
- * counted, about 470 estimated (docs/search.md, "Rare words everywhere").
- */
-export function rareEverywhereEstimate(d: {
-  newest: number;
-  spread: number | null;
-  countedIds: number;
-  allIds: number;
-  most: number;
-}): boolean {
-  if (d.spread === null) return false;
-  const found = d.newest + d.spread;
-  if (found === 0) return true;
-  return d.countedIds > 0 && (found * d.allIds) / d.countedIds <= d.most;
-}
 /** Typo tolerance joins in when the exact matches are fewer than this. */
 export const TYPO_WHEN_FEWER_THAN = 3;
 /** Most typo-tolerant matches appended to a result. */
@@ -256,7 +147,7 @@ async function typoMatches(
   ) {
     return out;
   }
-  const candidates = await repo.findNameCandidates(
+  const candidates = await findNameCandidates(
     ctx.readDb,
     ctx.dialect,
     kinds,
@@ -283,308 +174,10 @@ async function docTypos(ctx: Context, terms: string[], scope: Scope, exact: DocR
     .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
     .slice(0, TYPO_MAX * 2)
     .map(([u]) => u);
-  const refs = await repo.findDocsInScope(ctx.readDb, uuids, scope);
+  const refs = await findDocsInScope(ctx.readDb, uuids, scope);
   return refs
     .sort((a, b) => (distances.get(a.uuid) ?? 0) - (distances.get(b.uuid) ?? 0) || b.id - a.id)
     .slice(0, TYPO_MAX);
-}
-
-/**
- * The exact matches of a window. Relevance is bounded (docs/search.md, "Speed"): a few hundred of the newest
- * matches are found by walking the index in id order (no scoring) and ranked here from their text (on SQLite from
- * its statistics, computed on the reader thread); older matches follow, newest first. created_at is the index order
- * itself; updated_at, username and karma sort every match.
- */
-async function exactDocs(
-  ctx: Context,
-  match: Match,
-  scope: Scope,
-  order: Order,
-  window: Window,
-  most = searchTuning.rankedCandidates,
-): Promise<DocRef[]> {
-  // Reads outside any transaction: on SQLite they run on the reader threads, off the event loop.
-  const { readDb: db, dialect } = ctx;
-  if (order.property !== 'relevance' && order.property !== 'created_at') {
-    const column = order.property as repo.DocOrder['column'];
-    const ordered = { column, direction: order.direction };
-    return repo.findMatchesOrdered(db, dialect, match, scope, ordered, window.offset, window.limit);
-  }
-  // Messages are seen by their two sides only: the newest ids of the world are often messages, and counting them made
-  // a common word look rare (docs/search.md, "Uncached common words on PostgreSQL"). The recent window and the
-  // commonness count leave them out when other kinds are searched, for a guest (who sees none) and for a signed-in
-  // caller alike; the caller's own messages are still walked, in every range, up to the newest (`last`).
-  const kinds = repo.sampledKinds(scope);
-  if (kinds.length === 0) return [];
-  const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
-  const ends = await repo.docIdRanges(
-    db,
-    dialect,
-    mine ? [kinds, scope.kinds] : [kinds],
-    dialect === 'postgres',
-  );
-  const [ofOthers, ofAll] = ends.ranges;
-  const { first: firstOther, last: top } = ofOthers as { first: number; last: number };
-  const { first, last } = ofAll ?? { first: firstOther, last: top };
-  // The recent window: the ids (recent, last], its documents other than messages among the ids (recent, top];
-  // older documents exist only if recent >= first.
-  const recent = top - searchTuning.recentDocs;
-  const otherKinds = mine ? { first: firstOther, last: top } : undefined;
-  if (order.property === 'created_at') {
-    return refsOf(
-      await repo.findMatchesById(db, dialect, match, scope, {
-        direction: order.direction,
-        afterId: first - 1,
-        beforeId: last + 1,
-        walkAbove: recent,
-        otherKinds,
-        ...window,
-      }),
-    );
-  }
-  if (window.offset >= most) {
-    // Past every ranked candidate: they are at most `most` and always the newest matches in scope (a prefix of the
-    // walk newest first, only reordered), so the page is the walk's own, found without counting, reading or
-    // scoring any candidate (docs/search.md, "Deep pages"). A page past every document of the kinds, or past every
-    // match whoever may see it, is empty without the walk, which checks the scope of each match it skips.
-    const range = { afterId: first - 1, beforeId: last + 1 };
-    if (!(await repo.mayHaveMoreThan(db, dialect, match, scope, range, window.offset))) return [];
-    const need = window.offset + window.limit;
-    const split = await repo.deepWalkSplit(db, dialect, match, scope, { first, top: last }, need);
-    return refsOf(
-      await repo.findMatchesById(db, dialect, match, scope, {
-        direction: 'desc',
-        ...range,
-        walkAbove: split?.walkAbove ?? recent,
-        forceWalk: split?.forceWalk,
-        forward: true,
-        otherKinds,
-        ...window,
-      }),
-    );
-  }
-  const walk = (
-    limit: number,
-    range: {
-      beforeId?: number;
-      afterId?: number;
-      forceWalk?: boolean;
-      ginFirst?: boolean;
-      walkAbove?: number | undefined;
-      recentIndex?: number | undefined;
-    },
-  ) =>
-    repo.findMatchesById(db, dialect, match, scope, {
-      direction: 'desc',
-      walkAbove: recent,
-      withText: true,
-      otherKinds,
-      offset: 0,
-      limit,
-      ...range,
-    });
-  // PostgreSQL: whether the words are dense (one id in DENSE) across the whole index, asked with the newest count
-  // when that count is sparse. Walking ids in order is then cheaper than reading every match through the GIN index,
-  // whatever sits at the top: after one author's 10,000 posts without "love", the GIN plans read all 28,819 of its
-  // matches twice (300 ms as that author; docs/search.md, "Common words under a block of new posts").
-  // It stands for the first chunk below the recent window only; later chunks sample their own newest ids, so a
-  // cluster of matches in one sampled range cannot send a word rare elsewhere down a walk of the whole index.
-  let widelyDense = false;
-  // PostgreSQL: the newest `limit` matches with ids in [lowest, highest], newest first (docs/search.md, "Uncached
-  // common words on PostgreSQL"). One query over every older id made the planner read and recheck every match of a
-  // common word (28,819 heap rows, 25,000 blocks, 430-770 ms for "love"), though the first 100,000 ids below the
-  // recent window hold enough of them. While the newest ids left are dense with the words, a chunk of them is walked
-  // in id order and stops at its limit; once they are sparse, one query over the rest is left to the planner's GIN
-  // plans (GIN plans bounded to a chunk intersect the primary key's ids of each chunk: 80 ms for 400,000 ids).
-  const olderInChunks = async (limit: number, lowest: number, highest: number) => {
-    let found: repo.Candidate[] = [];
-    let hi = highest + 1;
-    const { olderChunk, densitySample } = searchTuning;
-    const enough = Math.max(1, Math.ceil(densitySample / DENSE));
-    for (let size = olderChunk, chunk = 0; found.length < limit && hi > lowest; size *= 2, chunk++) {
-      // The sample starts at the newest document the walk could keep: ids just below may all be others' messages (a
-      // block of them, in a seeded world), which made a common word look rare there and sent the rest to the GIN plan
-      // (`love` as bench_user: every one of its 28,819 matches read and sorted, 130 ms). The caller's own messages
-      // are walked too (pgMessagesApart), so they are never skipped.
-      const own = mine ? scope.viewer : null;
-      hi = Math.min(hi, (await repo.newestIdBelow(db, dialect, kinds, own, hi)) + 1);
-      if (hi <= lowest) break;
-      const sample = { afterId: Math.max(lowest - 1, hi - 1 - densitySample), toId: hi - 1 };
-      const dense =
-        (chunk === 0 && widelyDense) ||
-        (await repo.countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
-      const lo = dense ? Math.max(lowest - 1, hi - 1 - size) : lowest - 1;
-      const forceWalk = lo >= lowest;
-      // Sparse, one kind with a GIN index of its own (comments, users): every match of the kind, then the sort, not
-      // a backward walk across the other kinds' ids to the limit (docs/search.md, "Rare words in one kind").
-      const ginFirst = !dense && repo.hasKindGin(kinds);
-      found = found.concat(
-        await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk, ginFirst }),
-      );
-      hi = lo + 1;
-    }
-    return found;
-  };
-  const fewest = Math.max(1, Math.ceil(searchTuning.rankedCandidates / 5));
-  // Steps 2 and 3 cut from one walk of the newest `most` matches of any age: its matches above `recent` come first
-  // and are step 2's; when they are fewer than `fewest`, the whole walk is step 2's and then step 3's.
-  const windowAndOlderInOneWalk = async (range: Parameters<typeof walk>[1]) => {
-    const all = await walk(most, range);
-    const inRecent = all.filter((c) => c.id > recent);
-    return {
-      candidates: inRecent.length >= fewest ? inRecent : all,
-      more: inRecent.length >= fewest || all.length === most,
-    };
-  };
-  let candidates: repo.Candidate[];
-  let more = true;
-  const span = { afterId: top - fewest * COMMON_SPAN, toId: top };
-  let newest: number;
-  // PostgreSQL: the matches counted among the newest documents and in the ranges spread over the index predict few
-  // in all (rareEverywhereEstimate).
-  let rareEverywhere = false;
-  // PostgreSQL: the kind's own GIN index beats walking the recent window, though its newest documents are dense.
-  let kindIndex = false;
-  if (dialect === 'postgres') {
-    const spread = repo.spreadIdRanges(
-      firstOther,
-      span.afterId,
-      searchTuning.spreadRanges,
-      searchTuning.spreadRangeIds,
-    );
-    const sampled = spread.length * searchTuning.spreadRangeIds;
-    const counted = await repo.countNewestAndSpread(
-      db,
-      match,
-      { ...scope, kinds },
-      { ...span, cap: fewest },
-      spread,
-      searchTuning.spreadRangeIds,
-      Math.ceil((fewest * COMMON_SPAN) / DENSE),
-      repo.hasKindGin(scope.kinds),
-    );
-    newest = counted.newest;
-    widelyDense = counted.spread !== null && counted.spread * DENSE >= sampled;
-    // Without spread ranges (a world too small to spread them over) only a word the newest documents lack is rare:
-    // the newest ids alone would stand for the whole index.
-    rareEverywhere =
-      spread.length === 0
-        ? newest === 0
-        : rareEverywhereEstimate({
-            newest,
-            spread: counted.spread,
-            countedIds: span.toId - span.afterId + sampled,
-            allIds: top - firstOther + 1,
-            most,
-          });
-    // The documents are counted only when the newest range is dense, so never beside the spread ranges' sum.
-    kindIndex =
-      counted.docs !== null &&
-      kindIndexCheaper({
-        newest,
-        spanDocs: counted.docs,
-        spanIds: span.toId - span.afterId,
-        kindIds: last - first + 1,
-        windowIds: last - recent,
-        most,
-      });
-  } else {
-    newest = await repo.countMatchesIn(db, dialect, match, kinds, span, fewest, scope);
-  }
-  if (newest >= fewest) {
-    // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
-    candidates = await walk(fewest, { afterId: first - 1, beforeId: last + 1, forceWalk: true });
-  } else {
-    // 2. Otherwise up to `most` matches among the recent documents, if that gives at least `fewest`...
-    // PostgreSQL: walk the recent ids in order when one in DENSE of the newest documents matches (the planner's
-    // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
-    // walk); rarer queries are left to its GIN plans.
-    const forceWalk = (newest * DENSE >= fewest * COMMON_SPAN || widelyDense) && !kindIndex;
-    if (!forceWalk && dialect === 'postgres' && (repo.hasKindGin(scope.kinds) || rareEverywhere)) {
-      // Sparse, one kind with a GIN index of its own (comments, users): its newest `most` matches of any age come
-      // from one read of that index, and steps 2 and 3 are cut from them; apart, each step read every match of the
-      // kind again (docs/search.md, "Rare words in one kind on PostgreSQL"). A word the samples find rare is read
-      // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
-      // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
-      // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
-      const ginFirst = repo.hasKindGin(scope.kinds);
-      const range = {
-        afterId: first - 1,
-        beforeId: last + 1,
-        walkAbove: undefined,
-        ginFirst,
-      };
-      ({ candidates, more } = await windowAndOlderInOneWalk(range));
-    } else if (
-      dialect === 'sqlite' &&
-      recent >= first &&
-      recentWindowSparse({ newest, spanIds: span.toId - span.afterId, windowIds: top - recent, fewest })
-    ) {
-      // SQLite, a sparse window: steps 2 and 3 as one walk (windowAndOlderInOneWalk).
-      ({ candidates, more } = await windowAndOlderInOneWalk({ afterId: first - 1, beforeId: last + 1 }));
-    } else {
-      // PostgreSQL: the index of recent documents instead of the window's rows, where that reads less (docs/search.md,
-      // "The index of recent documents (PostgreSQL)"). One word only: the count gives the density of all the words
-      // together, but GIN reads each word's entries, and those of `the`, `and`, `of` fill most of the index.
-      const bound = ends.recentIndex;
-      const recentIndex =
-        forceWalk &&
-        match.terms.length === 1 &&
-        bound !== undefined &&
-        recent >= bound &&
-        recentIndexCheaper({
-          newest,
-          spanIds: span.toId - span.afterId,
-          indexIds: top - bound,
-          windowIds: last - recent,
-          most,
-        })
-          ? bound
-          : undefined;
-      candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk, recentIndex });
-      if (candidates.length < fewest) {
-        // 3. ... else (a rare query) the newest `most` matches whatever their age.
-        if (recent >= first && dialect === 'postgres') {
-          candidates = candidates.concat(await olderInChunks(most - candidates.length, first, recent));
-        } else if (recent >= first) {
-          const older = await walk(most - candidates.length, { afterId: first - 1, beforeId: recent + 1 });
-          candidates = candidates.concat(older);
-        }
-        more = candidates.length === most;
-      }
-    }
-  }
-  const c = candidates.length;
-  let out: DocRef[] = [];
-  if (window.offset < c) {
-    const scores = relevanceScores(match.terms, candidates);
-    const ranked = candidates
-      .map((doc, i) => ({ doc, score: scores[i] ?? 0 }))
-      .sort((a, b) => b.score - a.score || b.doc.id - a.doc.id)
-      .map((x) => x.doc);
-    if (order.direction === 'asc') ranked.reverse();
-    out = ranked.slice(window.offset, window.offset + window.limit);
-  }
-  // 4. Every older match after the ranked ones, newest first.
-  const boundary = candidates[c - 1];
-  if (more && boundary && window.offset + window.limit > c) {
-    const tail = await repo.findMatchesById(db, dialect, match, scope, {
-      direction: 'desc',
-      afterId: first - 1,
-      beforeId: boundary.id,
-      walkAbove: recent,
-      otherKinds,
-      offset: Math.max(0, window.offset - c),
-      limit: window.limit - out.length,
-    });
-    out = out.concat(tail);
-  }
-  return refsOf(out);
-}
-
-/** Found documents without their text. */
-function refsOf(docs: DocRef[]): DocRef[] {
-  return docs.map(({ id, kind, uuid }) => ({ id, kind, uuid }));
 }
 
 /** One search over the index: exact matches of the window, with typo-tolerant names when exact ones are few. */
@@ -615,7 +208,7 @@ async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
   // One read per kind, all at once (PostgreSQL's connections, SQLite's reader threads): a mixed page read up to six
   // tables one after the other.
   const kinds = [...byKind];
-  const read = await Promise.all(kinds.map(([kind, uuids]) => repo.findRowsByUuids(ctx.readDb, kind, uuids)));
+  const read = await Promise.all(kinds.map(([kind, uuids]) => findRowsByUuids(ctx.readDb, kind, uuids)));
   kinds.forEach(([kind], i) => {
     for (const row of (read[i] ?? []) as Record<string, unknown>[])
       objects.set(row.uuid as string, toItem(kind, row));
@@ -645,7 +238,7 @@ function toItem(kind: DocKind, row: Record<string, unknown>): Item {
  * (as GET /tags gives them). The tag module keeps its mapper private, so its shape is repeated here.
  */
 async function hydrateTags(ctx: Context, viewer: string | null, uuids: string[]): Promise<ApiTag[]> {
-  const rows = (await repo.findRowsByUuids(ctx.readDb, 'tag', uuids)) as Selectable<TagTable>[];
+  const rows = (await findRowsByUuids(ctx.readDb, 'tag', uuids)) as Selectable<TagTable>[];
   const newest = await findNewestAssociationUuids(
     ctx.readDb,
     ctx.dialect,
@@ -687,7 +280,7 @@ async function hashtagUuids(
   if (key === '') return [];
   const column = order.property as 'relevance' | 'created_at' | 'updated_at';
   const fetch = (offset: number, limit: number) =>
-    repo.findHashtagsByPrefix(ctx.readDb, viewer, key, { column, direction: order.direction }, offset, limit);
+    findHashtagsByPrefix(ctx.readDb, viewer, key, { column, direction: order.direction }, offset, limit);
   const page = await fetch(window.offset, window.limit);
   if (!typos) return page;
   return withTypos(
@@ -736,7 +329,7 @@ async function matchOf(ctx: Context, params: SearchParams): Promise<Match> {
 }
 
 async function matchOfTerms(ctx: Context, terms: string[], stem?: string): Promise<Match> {
-  return { terms, stem, prefixWords: await repo.expandPrefix(ctx.readDb, ctx.dialect, terms) };
+  return { terms, stem, prefixWords: await expandPrefix(ctx.readDb, ctx.dialect, terms) };
 }
 
 function excludedUsers(raw: unknown): string[] | undefined {
@@ -803,7 +396,7 @@ export async function search(
   if (isHashtagQuery(params.query)) return findHashtags(ctx, viewer, params);
   const order = parseOrder(params.order, CONTENT_ORDERS);
   const window = windowOf(ctx, params);
-  const scope: Scope = { kinds: repo.DOC_KINDS, viewer, language: params.language };
+  const scope: Scope = { kinds: DOC_KINDS, viewer, language: params.language };
   const refs = await searchDocs(ctx, await matchOf(ctx, params), scope, order, window);
   return result(await hydrate(ctx, refs), window);
 }
@@ -823,7 +416,7 @@ export async function searchTypes(
   const match = await matchOf(ctx, params);
   // Independent per kind: they run at once on PostgreSQL's connections and SQLite's reader threads.
   const columns = await Promise.all(
-    repo.DOC_KINDS.map(async (kind) => {
+    DOC_KINDS.map(async (kind) => {
       const scope: Scope = { kinds: [kind], viewer, language: params.language };
       // A column of each kind is a preview: it ranks at most the common-query depth (see docs/search.md).
       const most = Math.ceil(searchTuning.rankedCandidates / 5);
@@ -883,16 +476,16 @@ async function mentionUuids(ctx: Context, viewer: string | null, query: string, 
   const exclude = viewer ? [viewer] : [];
   const fetch = async (offset: number, limit: number): Promise<string[]> => {
     if (!viewer) {
-      return repo.findUsersByUsernamePrefix(ctx.readDb, prefix, { offset, limit, exclude });
+      return findUsersByUsernamePrefix(ctx.readDb, prefix, { offset, limit, exclude });
     }
-    const friends = await repo.findUsersByUsernamePrefix(ctx.readDb, prefix, {
+    const friends = await findUsersByUsernamePrefix(ctx.readDb, prefix, {
       friendsOf: viewer,
       offset: 0,
       limit: offset + limit,
     });
     const page = friends.slice(offset, offset + limit);
     if (friends.length >= offset + limit) return page;
-    const others = await repo.findUsersByUsernamePrefix(ctx.readDb, prefix, {
+    const others = await findUsersByUsernamePrefix(ctx.readDb, prefix, {
       notFriendsOf: viewer,
       exclude,
       offset: Math.max(0, offset - friends.length),
@@ -950,12 +543,12 @@ export async function complete(
   // read on SQLite, and a completion answers while someone types.
   const [userItems, networkItems, tagItems] = await Promise.all([
     (prefix !== ''
-      ? repo.findUsersByUsernamePrefix(ctx.readDb, prefix, { offset: 0, limit })
+      ? findUsersByUsernamePrefix(ctx.readDb, prefix, { offset: 0, limit })
       : Promise.resolve([])
     ).then((users) => hydrateUsers(ctx, users)),
     matchOfTerms(ctx, terms)
       .then((match) =>
-        repo.findMatchesById(
+        findMatchesById(
           ctx.readDb,
           ctx.dialect,
           match,
@@ -980,10 +573,10 @@ export async function complete(
 
 /** Rebuilds the search index from the base tables (the `search reindex` command). */
 export async function reindex(ctx: Context): Promise<{ docs: number; names: number }> {
-  return ctx.db.transaction().execute((trx) => repo.rebuildIndex(trx, ctx.dialect));
+  return ctx.db.transaction().execute((trx) => rebuildIndex(trx, ctx.dialect));
 }
 
 /** Compacts the search index (the `search compact` command; docs/search.md, "Keeping the index compact"). */
 export async function compactSearchIndex(ctx: Context): Promise<{ steps: number }> {
-  return { steps: await repo.compactIndex(ctx.db, ctx.dialect, searchTuning.recentDocs) };
+  return { steps: await compactIndex(ctx.db, ctx.dialect, searchTuning.recentDocs) };
 }

@@ -1,0 +1,463 @@
+// Walks over the matches of a query in index order, on both engines: the one read every search page comes from
+// (findMatchesById). PostgreSQL's plans for a walk (id order, GIN, the index of recent documents, the viewer's
+// messages apart) are chosen here from what the caller knows of the query's density.
+import { type RawBuilder, sql } from 'kysely';
+import type { Db, Dialect } from '../../db/database.ts';
+import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
+import { partyToken } from './search.query.ts';
+import {
+  type Candidate,
+  type CandidateRow,
+  type DocKind,
+  everyDocInScope,
+  ftsKinds,
+  ftsTables,
+  idBounds,
+  type Match,
+  matchText,
+  rowidValue,
+  type Scope,
+  scopeCondition,
+  toCandidate,
+  tsquery,
+  walkColumns,
+} from './search.repository.ts';
+import { docIdRange } from './search-ends.repository.ts';
+import { recentBoundLiteral } from './search-index.repository.ts';
+
+/** A walk over matches in index order (the order documents were indexed in, which is their creation order). */
+export interface IdWalk {
+  direction: 'asc' | 'desc';
+  /** Only documents with an id below this (e.g. the unranked tail after the ranked candidates). */
+  beforeId?: number | undefined;
+  /** Only documents with an id above this (e.g. the recent window of the ranking). */
+  afterId?: number | undefined;
+  /**
+   * PostgreSQL plan hint for a descending walk: the ids above this are asked for first, in a query of their own,
+   * and the older ones only if that does not fill the window (see findMatchesById). Ignored on SQLite.
+   */
+  walkAbove?: number | undefined;
+  /**
+   * PostgreSQL: walk the ids in order whatever the planner estimates (for a range the caller bounded, where the
+   * query is known not to be rare). Its estimate for several common words assumes they are independent and picks
+   * the GIN index, which then intersects their whole posting lists: 560 ms for "the and of to" over 290,000
+   * documents, where walking 30,000 recent ids takes 20 ms at most. Ignored on SQLite.
+   */
+  forceWalk?: boolean | undefined;
+  /**
+   * PostgreSQL: find every match of the range through the kind's own GIN index first (KIND_GIN_KINDS), then sort
+   * them by id, for a single-kind walk the caller found sparse: the planner would walk ids backwards to its LIMIT,
+   * crossing every other kind's documents on the way (docs/search.md, "Rare words in one kind on PostgreSQL").
+   * Ignored elsewhere, and when forceWalk is set.
+   */
+  ginFirst?: boolean | undefined;
+  /**
+   * Also read title and body (the ranked candidates need them; on SQLite their statistics for the match's terms
+   * instead, see walkColumns). Rows that are only paged through or skipped leave them out: the text is most of a
+   * row's bytes, and PostgreSQL computes the select list of every skipped row too.
+   */
+  withText?: boolean | undefined;
+  /**
+   * PostgreSQL, a signed-in walk of messages with other kinds: the ids of the oldest and newest document of the
+   * kinds other than messages, when the caller knows them (spares a lookup per walk; see pgMessagesApart).
+   */
+  otherKinds?: { first: number; last: number } | undefined;
+  /**
+   * PostgreSQL, a deep page whose first range is walked in id order (forceWalk, sized to hold the page by
+   * deepWalkSplit): that range is read forwards, every match of it, then ordered. Backwards, each heap block is a read
+   * of its own, which the OS does not prefetch: the comments of 87,000 ids for `par` took 526 ms from disk, 95 ms
+   * forwards. Warm, forwards costs more (51 against 31 ms: every match of the range is read and sorted, not only
+   * those up to the limit), which a range sized to the page keeps small. Ignored elsewhere.
+   */
+  forward?: boolean | undefined;
+  /**
+   * PostgreSQL, a forced walk of the recent window: the bound of the index of recent documents (`search_docs_recent_tsv`,
+   * every document with an id above it), which the caller found cheaper to read than the window's rows in id order.
+   * Used only when the whole range lies above the bound; otherwise the walk goes as without it.
+   */
+  recentIndex?: number | undefined;
+  offset: number;
+  limit: number;
+}
+
+/**
+ * One PostgreSQL query of a walk; the planner picks the GIN index (few matches: read them all, sort) or an id-ordered
+ * index (many: stop at the limit). The callers bound the ids from both sides where they can, so an id-ordered walk
+ * never crosses a long run of other documents (e.g. every post before the newest user, for a user search).
+ */
+async function pgWalk(
+  db: Db,
+  match: Match,
+  scope: Scope,
+  walk: PgWalkRange,
+  offset: number,
+  limit: number,
+): Promise<Candidate[]> {
+  const r =
+    await sql<CandidateRow>`${pgWalkQuery(match, scope, walk)} limit ${limit} offset ${offset}`.execute(db);
+  return r.rows.map(toCandidate);
+}
+
+/** The id range and plan of one PostgreSQL walk query. */
+export interface PgWalkRange {
+  direction: 'asc' | 'desc';
+  beforeId?: number | undefined;
+  afterId?: number | undefined;
+  forceWalk?: boolean | undefined;
+  ginFirst?: boolean | undefined;
+  withText?: boolean | undefined;
+  /** With forceWalk: read every match of the bounded range in ascending id order, then order them (IdWalk.forward). */
+  forward?: boolean | undefined;
+  /** With forceWalk: the bound of the index of recent documents (IdWalk.recentIndex). */
+  recentIndex?: number | undefined;
+}
+
+/**
+ * PostgreSQL: the tsquery of a user as a party of a message (partyToken, as search_message_parties writes it; migration
+ * 0028), bound as a parameter. A user's uuid is hexadecimal with dashes, so the token is one plain lexeme; anything
+ * else is refused rather than read as tsquery syntax.
+ */
+function partyQuery(userUuid: string): RawBuilder<unknown> {
+  const token = partyToken(userUuid);
+  if (!/^u[0-9a-f]+$/.test(token)) throw new Error('a message party is not a uuid');
+  return sql`${token}::tsquery`;
+}
+
+/** The matches in scope of a PostgreSQL walk in id order, without its window (the caller's LIMIT ends it). */
+export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawBuilder<unknown> {
+  const bounds = idBounds(sql.ref('d.id'), walk);
+  const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
+    // Only the viewer's two sides see a message: the words and the viewer as a party are intersected in the index of
+    // migration 0028, then the matches are sorted. Walking each side newest first through its partial index
+    // (migration 0011) tested every message's tsvector (`love` as bench_user: 1,187 received messages for 19 matches,
+    // 3.7 ms against 0.7; docs/search.md, "Messages by words and party (PostgreSQL)"). The scope stays as the check
+    // of who sees a match.
+    return sql`
+      select ${walkColumns(walk.withText)} from search_docs d
+      where d.kind = 'messages'
+        and (d.tsv || search_message_parties(d.owner_uuid, d.recipient_uuid)) @@ (${tsquery(match)} && ${partyQuery(scope.viewer)})
+        ${bounds} and ${scopeCondition(scope)}
+      order by d.id ${dir}`;
+  }
+  if (walk.forceWalk && inRecentIndex(walk, scope)) {
+    // The index of recent documents (refreshRecentIndex) holds every document but messages above its bound, so this
+    // range's matches are its entries; ts_match_vq() then checks the words with their weights. Materialized, and the
+    // range bounded by `id + 0`, so the planner reads that index rather than the primary key's range (docs/search.md,
+    // "The index of recent documents (PostgreSQL)"). The bound is written as the index's own predicate writes it: a
+    // bound parameter (a bigint) proved the predicate but stayed a second condition, which the planner intersected
+    // with the primary key's 87,500 ids above it (2.2 ms of a 4 ms read for `love`).
+    const bounded = idBounds(sql`d.id + 0`, walk);
+    return sql`with m as materialized (
+        select ${walkColumns(walk.withText)} from search_docs d
+        where strip(d.tsv) @@ ${tsquery(match, false)} and d.id > ${sql.raw(recentBoundLiteral(walk.recentIndex))}
+          and d.kind <> 'messages'
+          and ts_match_vq(d.tsv, ${tsquery(match)}) ${bounded} and ${scopeCondition(scope)})
+      select * from m order by m.id ${dir}`;
+  }
+  // ts_match_vq() is what @@ calls, but no index serves a function call: the plan becomes an id-ordered scan.
+  const matched = walk.forceWalk
+    ? sql`ts_match_vq(d.tsv, ${tsquery(match)})`
+    : sql`d.tsv @@ ${tsquery(match)}`;
+  const rows = sql`
+    select ${walkColumns(walk.withText)} from search_docs d
+    where ${matched} ${bounds} and ${scopeCondition(scope)}`;
+  if (walk.ginFirst && !walk.forceWalk && hasKindGin(scope.kinds)) {
+    // Materialized, the matches are planned without the LIMIT: the kind's GIN index, every match, then the sort. The
+    // id bounds apply outside: inside, the planner put a kind's id range at a few dozen rows (thousands in fact) and
+    // intersected it with the main GIN index, whose prefix entries of a common word (28,820 for `coffee:*`) cost
+    // 20-50 ms to read, where the kind's own index holds a few hundred (users: 4.5 ms in all).
+    return sql`with m as materialized (
+        select ${walkColumns(walk.withText)} from search_docs d where ${matched} and ${scopeCondition(scope)})
+      select * from m where true ${idBounds(sql.ref('m.id'), walk)} order by m.id ${dir}`;
+  }
+  if (walk.forceWalk && walk.forward) {
+    // Materialized, the matches are planned without the order: an ascending scan of the range, then the sort.
+    return sql`with m as materialized (${rows}) select * from m order by m.id ${dir}`;
+  }
+  return sql`${rows} order by d.id ${dir}`;
+}
+
+/**
+ * Whether a walk can read the index of recent documents it was given: its whole id range lies above the index's bound,
+ * and it keeps no message (a guest sees none; a signed-in caller's are walked apart, pgMessagesApart).
+ */
+function inRecentIndex(walk: PgWalkRange, scope: Scope): walk is PgWalkRange & { recentIndex: number } {
+  const noMessage = scope.viewer === null || !scope.kinds.includes('messages');
+  return (
+    noMessage &&
+    walk.recentIndex !== undefined &&
+    walk.afterId !== undefined &&
+    walk.afterId >= walk.recentIndex
+  );
+}
+
+/**
+ * The first `offset + limit` matches of a PostgreSQL walk, of which only the window's rows are sent, with how many
+ * there were: skipped rows are counted by the server instead of being sent (up to 10,000 of them at the deepest
+ * offset). The last of them always comes back, to carry the count, and is dropped here when before the window.
+ */
+async function pgWalkCounted(
+  db: Db,
+  match: Match,
+  scope: Scope,
+  walk: PgWalkRange,
+  offset: number,
+  limit: number,
+): Promise<{ rows: Candidate[]; total: number }> {
+  const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  const r = await sql<CandidateRow & { n: number | string; rn: number | string }>`
+    select * from (
+      select m.*, count(*) over () as n, row_number() over (order by m.id ${dir}) as rn
+      from (${pgWalkQuery(match, scope, walk)} limit ${offset + limit}) m
+    ) s where s.rn > ${offset} or s.rn = s.n
+    order by s.rn`.execute(db);
+  const total = Number(r.rows[0]?.n ?? 0);
+  return { rows: r.rows.filter((row) => Number(row.rn) > offset).map(toCandidate), total };
+}
+
+/** Whether a walk of these kinds can take the GIN-first plan (IdWalk.ginFirst): one kind with a GIN index of its own. */
+export function hasKindGin(kinds: readonly DocKind[]): boolean {
+  return kinds.length === 1 && (KIND_GIN_KINDS as readonly string[]).includes(kinds[0] ?? '');
+}
+
+/** At most this many documents of one kind in a bounded id range are walked rather than looked up in GIN. */
+const FEW_DOCS = 10_000;
+
+/**
+ * Whether one kind has fewer than FEW_DOCS documents in the walk's id range (PostgreSQL, bounded walks): then
+ * walking them through search_docs_kind is cheap, while the planner may still read a common word's whole GIN
+ * posting list to intersect it with them (177,000 entries, 25 ms, to find 400 media items).
+ */
+async function fewDocsOfKind(
+  db: Db,
+  kinds: readonly DocKind[],
+  walk: { beforeId?: number | undefined; afterId?: number | undefined },
+): Promise<boolean> {
+  const kind = kinds.length === 1 ? kinds[0] : undefined;
+  // A messages-only walk goes through the viewer's sides (pgWalkQuery), never in id order.
+  if (kind === undefined || kind === 'messages') return false;
+  if (walk.beforeId === undefined || walk.afterId === undefined) return false;
+  // A range of fewer ids than FEW_DOCS holds fewer documents of any kind: no need to count them.
+  if (walk.beforeId - walk.afterId - 1 < FEW_DOCS) return true;
+  const r = await sql<{ n: number | string }>`
+    select count(*) as n from (
+      select 1 from search_docs where kind = ${kind} and id > ${walk.afterId} and id < ${walk.beforeId}
+      limit ${FEW_DOCS}) s`.execute(db);
+  return Number(r.rows[0]?.n ?? FEW_DOCS) < FEW_DOCS;
+}
+
+/**
+ * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (through the index of their
+ * words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked apart and merged by
+ * id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
+ * the viewer sees few of them: in a seeded world the newest 50,000 ids are messages, and "love" for bench_user
+ * walked about 90,000 ids (docs/search.md, "Signed-in searches on PostgreSQL"). Undefined when it does not apply.
+ */
+async function pgMessagesApart(
+  db: Db,
+  match: Match,
+  scope: Scope,
+  walk: IdWalk,
+): Promise<Candidate[] | undefined> {
+  const others = scope.kinds.filter((k) => k !== 'messages');
+  if (scope.viewer === null || others.length === 0 || others.length === scope.kinds.length) return undefined;
+  const need = walk.offset + walk.limit;
+  const messages = { ...scope, kinds: ['messages'] as const };
+  const { first, last } = walk.otherKinds ?? (await docIdRange(db, 'postgres', others));
+  const bounds = {
+    afterId: Math.max(walk.afterId ?? first - 1, first - 1),
+    beforeId: Math.min(walk.beforeId ?? last + 1, last + 1),
+  };
+  const rest = { ...scope, kinds: others };
+  const empty = last === 0 || bounds.beforeId <= bounds.afterId + 1;
+  const theirs = async (window: { offset: number; limit: number }) =>
+    empty ? [] : findMatchesById(db, 'postgres', match, rest, { ...walk, ...bounds, ...window });
+  const mineWalk = { ...walk, offset: 0, limit: need };
+  if (walk.offset === 0) {
+    // A first page (the ranked candidates): both at once, on two connections.
+    const [mine, other] = await Promise.all([
+      findMatchesById(db, 'postgres', match, messages, mineWalk),
+      theirs({ offset: 0, limit: need }),
+    ]);
+    return merged(mine, other, walk);
+  }
+  const mine = await findMatchesById(db, 'postgres', match, messages, mineWalk);
+  // Without a message of the viewer's in the range (the usual case), the other kinds' walk is the whole answer; a
+  // deep page then skips its matches on the server instead of receiving them.
+  if (mine.length === 0) return theirs({ offset: walk.offset, limit: walk.limit });
+  return merged(mine, await theirs({ offset: 0, limit: need }), walk);
+}
+
+/** Two walks' first `offset + limit` matches merged in the walk's order, windowed. */
+function merged(mine: Candidate[], theirs: Candidate[], walk: IdWalk): Candidate[] {
+  const sign = walk.direction === 'asc' ? 1 : -1;
+  return [...mine, ...theirs]
+    .sort((a, b) => sign * (a.id - b.id))
+    .slice(walk.offset, walk.offset + walk.limit);
+}
+
+/**
+ * Matching documents in scope in index order, windowed (with their text, or on SQLite its statistics, if
+ * `withText`). Nothing is scored or sorted: FTS5 walks its doclists in rowid order and stops after the window. On
+ * PostgreSQL, a descending walk given `walkAbove` first asks for the ids above it: bounded that way, the planner
+ * reads a middling word's GIN entries of the recent documents only, instead of every match of the index to sort
+ * them (50,000 rows for a word in 2% of 1,000,000 posts); older ids are asked for only when the recent ones do not
+ * fill the window (the deep pages of docs/search.md choose `walkAbove` from the query's density).
+ */
+export async function findMatchesById(
+  db: Db,
+  dialect: Dialect,
+  match: Match,
+  scope: Scope,
+  walk: IdWalk,
+): Promise<Candidate[]> {
+  // A guest sees no message: a messages-only search would walk every matching message to keep none.
+  if (scope.viewer === null && scope.kinds.every((k) => k === 'messages')) return [];
+  if (walk.limit <= 0) return [];
+  if (dialect === 'postgres') {
+    const apart = await pgMessagesApart(db, match, scope, walk);
+    if (apart) return apart;
+    const above = walk.walkAbove;
+    const lowest = Math.max(walk.afterId ?? 0, above ?? 0);
+    if (
+      walk.direction === 'asc' ||
+      above === undefined ||
+      (walk.beforeId ?? Number.MAX_SAFE_INTEGER) <= lowest + 1
+    ) {
+      // Entirely below `walkAbove` (or ascending): older documents, where a query is rarer; the planner decides,
+      // unless the kind has few documents there (see fewDocsOfKind).
+      // A sparse single-kind walk goes GIN first (ginFirst) whatever the kind's size: its matches are few either way.
+      const forceWalk = walk.forceWalk || (!walk.ginFirst && (await fewDocsOfKind(db, scope.kinds, walk)));
+      return pgWalk(db, match, scope, { ...walk, forceWalk }, walk.offset, walk.limit);
+    }
+    const bounded = { ...walk, afterId: lowest };
+    // A kind with few documents in the range is walked (fewDocsOfKind), as below, unless its own GIN goes first.
+    const forceRecent = walk.forceWalk || (!walk.ginFirst && (await fewDocsOfKind(db, scope.kinds, bounded)));
+    const recent = await pgWalkCounted(
+      db,
+      match,
+      scope,
+      { ...bounded, forceWalk: forceRecent, forward: forceRecent && walk.forward },
+      walk.offset,
+      walk.limit,
+    );
+    let page = recent.rows;
+    if (recent.total === walk.offset + walk.limit || (walk.afterId ?? 0) >= above) return page;
+    let skipped = recent.total;
+    let top = above;
+    const step = olderStep(walk, lowest, recent.total);
+    if (step !== undefined) {
+      // The recent range's own count of matches is the better density: the older ids expected to hold the rest,
+      // with a margin, are asked next (docs/search.md, "Deep pages from disk (PostgreSQL)").
+      const range = { ...walk, beforeId: above + 1, afterId: step };
+      const offset = Math.max(0, walk.offset - skipped);
+      const limit = walk.limit - page.length;
+      const older = await pgWalkCounted(
+        db,
+        match,
+        scope,
+        { ...range, forceWalk: await fewDocsOfKind(db, scope.kinds, range) },
+        offset,
+        limit,
+      );
+      page = page.concat(older.rows);
+      if (older.total === offset + limit) return page;
+      skipped += older.total;
+      top = step;
+    }
+    const older = await pgWalk(
+      db,
+      match,
+      scope,
+      {
+        ...walk,
+        beforeId: top + 1,
+        forceWalk: await fewDocsOfKind(db, scope.kinds, { ...walk, beforeId: top + 1 }),
+      },
+      Math.max(0, walk.offset - skipped),
+      walk.limit - page.length,
+    );
+    return page.concat(older);
+  }
+  const where = scopeCondition(scope);
+  const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  const tables = ftsTables(match);
+  const [plainTable] = tables;
+  if (plainTable && tables.length === 1 && walk.offset > 0 && everyDocInScope(scope)) {
+    // Every document of these kinds is in scope: the skipped matches need no row, only the page does.
+    const { table, lastPrefix } = plainTable;
+    const rowid = sql.ref(`${table}.rowid`);
+    const bounds = idBounds(rowid, walk, rowidValue);
+    const r = await sql<CandidateRow>`
+      select ${walkColumns(walk.withText, match.terms)} from (
+        select ${rowid} as id from ${sql.table(table)}
+        where ${sql.table(table)} match ${matchText(match, ftsKinds(scope), lastPrefix)} ${bounds}
+        order by ${rowid} ${dir} limit ${walk.limit} offset ${walk.offset}) f
+      join search_docs d on d.id = f.id
+      where ${where}
+      order by d.id ${dir}`.execute(db);
+    return r.rows.map(toCandidate);
+  }
+  // Without text, each match is looked up in the (id, kind, visibility, language) index, not the table (migration
+  // 0018): a public match is judged without its row, which a deep page from disk must otherwise read for every match it
+  // skips. A walk of ranked candidates reads every row's text anyway, and the index would be one more lookup.
+  const docs = walk.withText ? sql`search_docs d` : sql`search_docs d indexed by search_docs_scope`;
+  const walked = tables.map(({ table, lastPrefix }) => {
+    const text = matchText(match, ftsKinds(scope), lastPrefix);
+    const rowid = sql.ref(`${table}.rowid`);
+    const bounds = idBounds(rowid, walk, rowidValue);
+    return (columns: RawBuilder<unknown>) => sql`
+      select ${columns} from ${sql.table(table)} join ${docs} on d.id = ${rowid}
+      where ${sql.table(table)} match ${text} ${bounds} and ${where}
+      order by ${rowid} ${dir}`;
+  });
+  const [only] = walked;
+  if (only && walked.length === 1) {
+    const r = await sql<CandidateRow>`${only(walkColumns(walk.withText, match.terms))}
+      limit ${walk.limit} offset ${walk.offset}`.execute(db);
+    return r.rows.map(toCandidate);
+  }
+  // Two tables: the window is cut from the merge of each one's first offset + limit matches. Those come as ids in
+  // one text per table: 10,000 rows as objects cost more to build and send from a reader thread than the walk itself
+  // (118 ms of CPU against 40-60 ms for "lov" at offset 9,900). Only the window's rows are then read.
+  const lists = await Promise.all(
+    walked.map(async (query) => {
+      const r = await sql<{ ids: string | null }>`
+        select group_concat(id) as ids from (${query(sql`d.id`)} limit ${walk.offset + walk.limit}) s`.execute(
+        db,
+      );
+      return (r.rows[0]?.ids ?? '')
+        .split(',')
+        .filter((x) => x !== '')
+        .map(Number);
+    }),
+  );
+  const sign = walk.direction === 'asc' ? 1 : -1;
+  const ids = [...new Set(lists.flat())]
+    .sort((a, b) => sign * (a - b))
+    .slice(walk.offset, walk.offset + walk.limit);
+  if (ids.length === 0) return [];
+  const r = await sql<CandidateRow>`
+    select ${walkColumns(walk.withText, match.terms)} from search_docs d
+    where d.id in (${sql.join(ids.map(rowidValue))})`.execute(db);
+  const byId = new Map(r.rows.map((row) => [Number(row.id), toCandidate(row)]));
+  return ids.map((id) => byId.get(id)).filter((c) => c !== undefined);
+}
+
+/** The older range of a short first walk holds this many times the matches still needed, by the first's density. */
+const OLDER_MARGIN = 2;
+
+/**
+ * The lower id bound of the older range a PostgreSQL walk asks next when its recent range (ids `lowest` to
+ * `walk.beforeId`, holding `found` matches) fell short of the window, or undefined when that range gives no density
+ * or the bound would not narrow the walk. Unbounded, the older walk's GIN plan reads the heap row of every match of
+ * the word, which from disk took 1-2 s for one deep page; bounded, PostgreSQL intersects the GIN and id indexes first.
+ */
+function olderStep(walk: IdWalk, lowest: number, found: number): number | undefined {
+  if (found === 0 || walk.beforeId === undefined || walk.beforeId <= lowest) return undefined;
+  const needed = walk.offset + walk.limit - found;
+  const ids = Math.ceil((OLDER_MARGIN * needed * (walk.beforeId - lowest)) / found);
+  const step = lowest - ids;
+  return step > (walk.afterId ?? 0) ? step : undefined;
+}
