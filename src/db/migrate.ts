@@ -30,6 +30,7 @@ import { searchDeferredIndexMigration } from './migrations/0026-search-deferred-
 import { searchPrefixRangesMigration } from './migrations/0027-search-prefix-ranges.ts';
 import { searchMessageWordsMigration } from './migrations/0028-search-message-words.ts';
 import { searchFoldAsciiMigration } from './migrations/0029-search-fold-ascii.ts';
+import { searchScopeTokensMigration } from './migrations/0030-search-scope-tokens.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -63,6 +64,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0027-search-prefix-ranges': searchPrefixRangesMigration(dialect),
     '0028-search-message-words': searchMessageWordsMigration(dialect),
     '0029-search-fold-ascii': searchFoldAsciiMigration(dialect),
+    '0030-search-scope-tokens': searchScopeTokensMigration(dialect),
   };
 }
 

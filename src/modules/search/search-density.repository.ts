@@ -7,6 +7,7 @@ import { isPrefixTerm } from './search.query.ts';
 import {
   DOC_KINDS,
   type DocKind,
+  ftsHoldsScope,
   ftsKinds,
   ftsTables,
   isExpandedPrefix,
@@ -95,7 +96,7 @@ export async function deepWalkSplit(
 /**
  * Whether more than `n` documents in the range could be in scope, from bounds that read no document row (a deep
  * page past them is empty; docs/search.md, "Deep pages"): the documents of the scope's kinds (the kind index), the
- * friends of a friends-only search, and on SQLite the documents matching the words whatever their privacy (the FTS5
+ * friends of a friends-only search, and on SQLite the documents matching the words that the FTS5 filter keeps (the
  * doclists alone). Each stops counting at n + 1, so the answer costs at most n index entries of each, a fraction of
  * a walk that checks each match's scope.
  */
@@ -124,7 +125,9 @@ export async function mayHaveMoreThan(
     if (Number(friends.rows[0]?.n ?? 0) <= n) return false;
   }
   // PostgreSQL would answer from the GIN index, reading a common word's whole posting list: only the walk is bounded.
-  if (dialect === 'postgres') return true;
+  // Where the FTS5 filter is the scope (ftsHoldsScope), the walk reads the same doclists and no row either: counting
+  // them first would double its cost.
+  if (dialect === 'postgres' || ftsHoldsScope(scope)) return true;
   // Each table's matches up to n + 1: their union holds more than n exactly when all the matches do.
   const capped = ftsTables(match).map(({ table, lastPrefix }) => {
     const rowid = sql.ref(`${table}.rowid`);
@@ -165,14 +168,16 @@ export async function countMatchesIn(
   const matched = sql`search_fts match ${matchText(plain, counted ? ftsKinds(counted) : kindFilter(kinds))}
     and search_fts.rowid > ${rowidValue(range.afterId)} and search_fts.rowid <= ${rowidValue(range.toId)}`;
   // In scope: each match is looked up in the scope index (migration 0018), its row read only where the visibility
-  // alone does not decide, as a walk without text does.
-  const r = counted
-    ? await sql<{ n: number | string }>`
+  // alone does not decide, as a walk without text does; where the index's own filter is the scope (ftsHoldsScope), it
+  // alone counts.
+  const r =
+    counted && !ftsHoldsScope(counted)
+      ? await sql<{ n: number | string }>`
         select count(*) as n from (
           select d.id from search_fts join search_docs d indexed by search_docs_scope on d.id = search_fts.rowid
           where ${matched} and ${scopeCondition(counted)}
           order by search_fts.rowid desc limit ${cap}) s`.execute(db)
-    : await sql<{ n: number | string }>`
+      : await sql<{ n: number | string }>`
         select count(*) as n from (
           select rowid from search_fts where ${matched} order by rowid desc limit ${cap}) s`.execute(db);
   return Number(r.rows[0]?.n ?? 0);

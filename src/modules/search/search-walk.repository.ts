@@ -9,7 +9,7 @@ import {
   type Candidate,
   type CandidateRow,
   type DocKind,
-  everyDocInScope,
+  ftsHoldsScope,
   ftsKinds,
   ftsTables,
   idBounds,
@@ -380,53 +380,44 @@ export async function findMatchesById(
     );
     return page.concat(older);
   }
+  return sqliteWalk(db, match, scope, walk);
+}
+
+/**
+ * SQLite: findMatchesById over the FTS5 tables (one, or two with English stemming). Where the index's own filter is
+ * the whole scope (ftsHoldsScope: a guest's, or anyone's users and networks), skipped matches are walked in the index
+ * alone and only the page's rows are read (docs/search.md, "The scope inside the full-text index (SQLite)").
+ */
+async function sqliteWalk(db: Db, match: Match, scope: Scope, walk: IdWalk): Promise<Candidate[]> {
   const where = scopeCondition(scope);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
-  const tables = ftsTables(match);
-  const [plainTable] = tables;
-  if (plainTable && tables.length === 1 && walk.offset > 0 && everyDocInScope(scope)) {
-    // Every document of these kinds is in scope: the skipped matches need no row, only the page does.
-    const { table, lastPrefix } = plainTable;
-    const rowid = sql.ref(`${table}.rowid`);
-    const bounds = idBounds(rowid, walk, rowidValue);
-    const r = await sql<CandidateRow>`
-      select ${walkColumns(walk.withText, match.terms)} from (
-        select ${rowid} as id from ${sql.table(table)}
-        where ${sql.table(table)} match ${matchText(match, ftsKinds(scope), lastPrefix)} ${bounds}
-        order by ${rowid} ${dir} limit ${walk.limit} offset ${walk.offset}) f
-      join search_docs d on d.id = f.id
-      where ${where}
-      order by d.id ${dir}`.execute(db);
-    return r.rows.map(toCandidate);
-  }
-  // Without text, each match is looked up in the (id, kind, visibility, language) index, not the table (migration
-  // 0018): a public match is judged without its row, which a deep page from disk must otherwise read for every match it
-  // skips. A walk of ranked candidates reads every row's text anyway, and the index would be one more lookup.
-  const docs = walk.withText ? sql`search_docs d` : sql`search_docs d indexed by search_docs_scope`;
-  const walked = tables.map(({ table, lastPrefix }) => {
-    const text = matchText(match, ftsKinds(scope), lastPrefix);
-    const rowid = sql.ref(`${table}.rowid`);
-    const bounds = idBounds(rowid, walk, rowidValue);
-    return (columns: RawBuilder<unknown>) => sql`
-      select ${columns} from ${sql.table(table)} join ${docs} on d.id = ${rowid}
-      where ${sql.table(table)} match ${text} ${bounds} and ${where}
-      order by ${rowid} ${dir}`;
-  });
+  const columns = walkColumns(walk.withText, match.terms);
+  const inIndex = ftsHoldsScope(scope);
+  const walked = ftsTables(match).map((table) => ftsWalk(match, scope, walk, table));
   const [only] = walked;
   if (only && walked.length === 1) {
-    const r = await sql<CandidateRow>`${only(walkColumns(walk.withText, match.terms))}
-      limit ${walk.limit} offset ${walk.offset}`.execute(db);
+    const r =
+      walk.offset > 0 && inIndex
+        ? await sql<CandidateRow>`
+            select ${columns} from (${only.ids} limit ${walk.limit} offset ${walk.offset}) f
+            join search_docs d on d.id = f.id
+            where ${where}
+            order by d.id ${dir}`.execute(db)
+        : await sql<CandidateRow>`${only.rows(columns)} limit ${walk.limit} offset ${walk.offset}`.execute(
+            db,
+          );
     return r.rows.map(toCandidate);
   }
   // Two tables: the window is cut from the merge of each one's first offset + limit matches. Those come as ids in
   // one text per table: 10,000 rows as objects cost more to build and send from a reader thread than the walk itself
-  // (118 ms of CPU against 40-60 ms for "lov" at offset 9,900). Only the window's rows are then read.
+  // (118 ms of CPU against 40-60 ms for "lov" at offset 9,900). Only the window's rows are then read, and the scope
+  // applied to them. Merged in SQL instead (UNION, then the page) it was no faster: a guest's English deep pages took
+  // 17.5 ms p50 against 15.1-15.3 (bench/search-latency.ts), the temporary B-trees costing what this merge does.
   const lists = await Promise.all(
     walked.map(async (query) => {
       const r = await sql<{ ids: string | null }>`
-        select group_concat(id) as ids from (${query(sql`d.id`)} limit ${walk.offset + walk.limit}) s`.execute(
-        db,
-      );
+        select group_concat(id) as ids from (${inIndex ? query.ids : query.rows(sql`d.id`)}
+          limit ${walk.offset + walk.limit}) s`.execute(db);
       return (r.rows[0]?.ids ?? '')
         .split(',')
         .filter((x) => x !== '')
@@ -439,10 +430,39 @@ export async function findMatchesById(
     .slice(walk.offset, walk.offset + walk.limit);
   if (ids.length === 0) return [];
   const r = await sql<CandidateRow>`
-    select ${walkColumns(walk.withText, match.terms)} from search_docs d
-    where d.id in (${sql.join(ids.map(rowidValue))})`.execute(db);
+    select ${columns} from search_docs d
+    where d.id in (${sql.join(ids.map(rowidValue))}) and ${where}`.execute(db);
   const byId = new Map(r.rows.map((row) => [Number(row.id), toCandidate(row)]));
   return ids.map((id) => byId.get(id)).filter((c) => c !== undefined);
+}
+
+/**
+ * One FTS5 table's walk of a match in `scope` within the walk's bounds, in its order: `rows` checks each match's row
+ * against the scope (and reads `columns`); `ids` reads none and keeps what the FTS5 filter keeps, as `id`.
+ */
+function ftsWalk(
+  match: Match,
+  scope: Scope,
+  walk: IdWalk,
+  { table, lastPrefix }: { table: 'search_fts' | 'search_fts_en'; lastPrefix: boolean },
+) {
+  const text = matchText(match, ftsKinds(scope), lastPrefix);
+  const rowid = sql.ref(`${table}.rowid`);
+  const bounds = idBounds(rowid, walk, rowidValue);
+  const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  // Without text, each match is looked up in the (id, kind, visibility, language) index, not the table (migration
+  // 0018): a public match is judged without its row, which a deep page from disk must otherwise read for every match
+  // it skips. A walk of ranked candidates reads every row's text anyway, and the index would be one more lookup.
+  const docs = walk.withText ? sql`search_docs d` : sql`search_docs d indexed by search_docs_scope`;
+  return {
+    rows: (columns: RawBuilder<unknown>) => sql`
+      select ${columns} from ${sql.table(table)} join ${docs} on d.id = ${rowid}
+      where ${sql.table(table)} match ${text} ${bounds} and ${scopeCondition(scope)}
+      order by ${rowid} ${dir}`,
+    ids: sql`select ${rowid} as id from ${sql.table(table)}
+      where ${sql.table(table)} match ${text} ${bounds}
+      order by ${rowid} ${dir}`,
+  };
 }
 
 /** The older range of a short first walk holds this many times the matches still needed, by the first's density. */

@@ -1,3 +1,7 @@
+import {
+  LANGUAGE_TOKEN_PREFIX,
+  VISIBILITY_TOKEN_PREFIX,
+} from '../../db/migrations/0030-search-scope-tokens.ts';
 import { foldText } from '../../db/search-fold.ts';
 import { decodeTextStats, textStats } from '../../db/search-stats.ts';
 import { ApiError } from '../../http/errors.ts';
@@ -31,12 +35,19 @@ export function isPrefixTerm(terms: string[], i: number): boolean {
   return i === terms.length - 1 && [...(terms[i] ?? '')].length >= MIN_PREFIX;
 }
 
-/** Which kinds an FTS5 match keeps: only some, or all but some; of the messages, only those of `party` if given. */
+/**
+ * Which documents an FTS5 match keeps: of the kinds only some, or all but some; of the messages, only those of `party`
+ * if given; of the posts, comments and media, only public ones if `publicOnly`; of the content, only that in
+ * `language` if given (users and networks have none and are kept). The last two read the scope tokens of migration
+ * 0030.
+ */
 export interface FtsKinds {
   only?: readonly string[] | undefined;
   except?: readonly string[] | undefined;
   /** A partyToken: messages are kept only when it is one of their two parties. */
   party?: string | undefined;
+  publicOnly?: boolean | undefined;
+  language?: string | undefined;
 }
 
 /**
@@ -73,14 +84,38 @@ export function ftsMatch(
   const list = (k: readonly string[]) => `kind : (${k.map((x) => `"${x}"`).join(' OR ')})`;
   let text = `{title body} : (${words.join(' AND ')})`;
   const messagesOnly = kinds.only?.length === 1 && kinds.only[0] === 'messages';
-  if (kinds.party && messagesOnly) return `kind : ${quoted(kinds.party)} AND ${text}`;
-  if (kinds.only) text = `${list(kinds.only)} AND ${text}`;
-  if (kinds.except && kinds.except.length > 0) text = `${text} NOT ${list(kinds.except)}`;
   const withMessages = kinds.only ? kinds.only.includes('messages') : !kinds.except?.includes('messages');
-  // Only messages carry party tokens: the other kinds pass, and of the messages those of the party.
-  if (kinds.party && withMessages) text = `${text} NOT (kind : "messages" NOT kind : ${quoted(kinds.party)})`;
+  if (kinds.party && messagesOnly) {
+    text = `kind : ${quoted(kinds.party)} AND ${text}`;
+  } else {
+    if (kinds.only) text = `${list(kinds.only)} AND ${text}`;
+    if (kinds.except && kinds.except.length > 0) text = `${text} NOT ${list(kinds.except)}`;
+    // Only messages carry party tokens: the other kinds pass, and of the messages those of the party.
+    if (kinds.party && withMessages) {
+      text = `${text} NOT (kind : "messages" NOT kind : ${quoted(kinds.party)})`;
+    }
+  }
+  if (kinds.publicOnly) {
+    // Users and networks carry no visibility token and are public: NOT keeps them, where `vpublic` would not.
+    const hidden = ['friends', 'private'].map((v) => `kind : ${quoted(VISIBILITY_TOKEN_PREFIX + v)}`);
+    text = `${text} NOT ${hidden.join(' NOT ')}`;
+  }
+  if (kinds.language) {
+    const token = `kind : ${quoted(LANGUAGE_TOKEN_PREFIX + kinds.language)}`;
+    const languageless = NO_LANGUAGE_KINDS.filter((k) =>
+      kinds.only ? kinds.only.includes(k) : !kinds.except?.includes(k),
+    );
+    const kept =
+      languageless.length === 0
+        ? token
+        : `(${[token, ...languageless.map((k) => `kind : "${k}"`)].join(' OR ')})`;
+    text = `${text} AND ${kept}`;
+  }
   return text;
 }
+
+/** Kinds a language limit does not apply to (docs/http.md): their documents carry no language token. */
+const NO_LANGUAGE_KINDS = ['user', 'network'] as const;
 
 /** Sort direction. */
 export type Direction = 'asc' | 'desc';

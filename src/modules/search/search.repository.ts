@@ -80,6 +80,9 @@ export interface DocOrder {
 
 const CONTENT_KINDS = ['post', 'comment', 'media', 'messages'];
 
+/** Kinds whose documents are public whatever their source (SQLITE_DOC_SOURCES: users and networks). */
+const PUBLIC_KINDS: readonly DocKind[] = ['user', 'network'];
+
 /**
  * The scope as a condition on `search_docs d`: privacy is part of the query, never a filter afterwards. Walks stop at
  * a limit, so the friends test probes each row that needs it (visibleTo's `probe`); `probe` false for a statement
@@ -110,14 +113,22 @@ export function scopeCondition(scope: Scope, probe = true): RawBuilder<unknown> 
 }
 
 /**
- * The scope's kinds as an FTS5 column filter (kindFilter). A guest never sees a message, so a guest's search leaves
- * messages out inside the index: the newest-first walk then skips them without reading their rows (in a seeded world
- * the newest 50,000 documents are messages; "the" walked 3.7 ms instead of 0.7).
+ * The scope as a filter inside the FTS5 index, on its kind column: the kinds (kindFilter), a guest's public documents
+ * only, and the language's content (the scope tokens of migration 0030). A guest never sees a message, so a guest's
+ * search leaves messages out inside the index: the newest-first walk then skips them without reading their rows (in
+ * a seeded world the newest 50,000 documents are messages; "the" walked 3.7 ms instead of 0.7). The walks still
+ * apply scopeCondition to every row they read; what the filter saves is the rows of documents out of scope.
  */
 export function ftsKinds(scope: Scope): FtsKinds {
-  if (scope.viewer === null) return kindFilter(scope.kinds.filter((k) => k !== 'messages'));
+  const language =
+    scope.language && scope.kinds.some((k) => CONTENT_KINDS.includes(k)) ? scope.language : undefined;
+  if (scope.viewer === null) {
+    const kinds = scope.kinds.filter((k) => k !== 'messages');
+    const publicOnly = kinds.some((k) => !PUBLIC_KINDS.includes(k));
+    return { ...kindFilter(kinds), publicOnly, language };
+  }
   // A signed-in caller sees the messages they are a party of: the index keeps those alone (migration 0020).
-  return { ...kindFilter(scope.kinds), party: partyToken(scope.viewer) };
+  return { ...kindFilter(scope.kinds), party: partyToken(scope.viewer), language };
 }
 
 /**
@@ -137,17 +148,15 @@ export function matchText(match: Match, kinds: FtsKinds, lastPrefix = true): str
   return ftsMatch(match.terms, kinds, lastPrefix, match.prefixWords);
 }
 
-/** Kinds whose documents are public whatever their source (SQLITE_DOC_SOURCES: users and networks). */
-const PUBLIC_KINDS: readonly DocKind[] = ['user', 'network'];
-
 /**
- * Whether every document of the scope's kinds is in it, so a walk may skip matches without reading their rows: user
- * and network documents are public for everybody, and nothing else narrows the scope. The walk still applies the
- * scope to the rows it returns.
+ * Whether the FTS5 filter of the scope (ftsKinds) is the whole scope, so a walk may skip matches without reading
+ * their rows: for a guest (kinds, public documents, language), or for anyone when only users and networks are
+ * searched (public for everybody), unless excluded users or a friends-only search narrow it further. The walk still
+ * applies the scope to the rows it returns.
  */
-export function everyDocInScope(scope: Scope): boolean {
+export function ftsHoldsScope(scope: Scope): boolean {
   return (
-    scope.kinds.every((k) => PUBLIC_KINDS.includes(k)) &&
+    (scope.viewer === null || scope.kinds.every((k) => PUBLIC_KINDS.includes(k))) &&
     (scope.excludeUuids ?? []).length === 0 &&
     scope.friendsOf === undefined
   );
