@@ -30,29 +30,40 @@ export function searchDeferredIndexMigration(dialect: Dialect) {
 }
 
 function sqliteStatements(): string[] {
-  const noted = (row: string) => `EXISTS (SELECT 1 FROM search_pending WHERE id = ${row}.id)`;
-  const note = `INSERT OR IGNORE INTO search_pending(id) SELECT new.id WHERE search_defer();`;
-  const insert = (row: string) =>
-    SEARCH_FTS_TABLES.map(
-      (table) =>
-        `INSERT INTO ${table}(rowid, kind, title, body) SELECT ${ftsValues(row)} WHERE NOT ${noted(row)};`,
-    ).join(' ');
-  const remove = (row: string) =>
-    SEARCH_FTS_TABLES.map(
-      (table) =>
-        `INSERT INTO ${table}(${table}, rowid, kind, title, body) SELECT 'delete', ${ftsValues(row)} WHERE NOT ${noted(row)};`,
-    ).join(' ');
   return [
     'CREATE TABLE search_pending (id INTEGER PRIMARY KEY)',
     'DROP TRIGGER search_docs_ai',
     'DROP TRIGGER search_docs_ad',
     'DROP TRIGGER search_docs_au',
+    ...deferredIndexTriggers(ftsValues, 'kind, owner_uuid, recipient_uuid, title, body'),
+  ];
+}
+
+/**
+ * The CREATE TRIGGER statements of search_docs that note a new or changed document (search_defer) or index it at
+ * once with `values` (as ftsValues: rowid, kind, title, body of a row), and send FTS5 'delete' with the same values
+ * for a document indexed before; the update trigger fires on `updateColumns`.
+ */
+export function deferredIndexTriggers(values: (row: string) => string, updateColumns: string): string[] {
+  const noted = (row: string) => `EXISTS (SELECT 1 FROM search_pending WHERE id = ${row}.id)`;
+  const note = `INSERT OR IGNORE INTO search_pending(id) SELECT new.id WHERE search_defer();`;
+  const insert = (row: string) =>
+    SEARCH_FTS_TABLES.map(
+      (table) =>
+        `INSERT INTO ${table}(rowid, kind, title, body) SELECT ${values(row)} WHERE NOT ${noted(row)};`,
+    ).join(' ');
+  const remove = (row: string) =>
+    SEARCH_FTS_TABLES.map(
+      (table) =>
+        `INSERT INTO ${table}(${table}, rowid, kind, title, body) SELECT 'delete', ${values(row)} WHERE NOT ${noted(row)};`,
+    ).join(' ');
+  return [
     `CREATE TRIGGER search_docs_ai AFTER INSERT ON search_docs BEGIN ${note} ${insert('new')} END`,
     `CREATE TRIGGER search_docs_ad AFTER DELETE ON search_docs BEGIN
        ${remove('old')} DELETE FROM search_pending WHERE id = old.id;
      END`,
     // The old entries go unless the document was only noted; the new ones are noted, or indexed at once.
-    `CREATE TRIGGER search_docs_au AFTER UPDATE OF kind, owner_uuid, recipient_uuid, title, body ON search_docs BEGIN
+    `CREATE TRIGGER search_docs_au AFTER UPDATE OF ${updateColumns} ON search_docs BEGIN
        ${remove('old')} ${note} ${insert('new')}
      END`,
   ];

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../database.ts';
-import { SEARCH_FTS_TABLES } from './0026-search-deferred-index.ts';
+import { deferredIndexTriggers, SEARCH_FTS_TABLES } from './0026-search-deferred-index.ts';
 import { runStatementsAtomically } from './atomic-statements.ts';
 
 /** The FTS5 token of a document's visibility (`vpublic`, `vfriends`, `vprivate`), kept for posts, comments and media. */
@@ -50,18 +50,6 @@ export function searchScopeTokensMigration(dialect: Dialect) {
 }
 
 function sqliteStatements(): string[] {
-  const noted = (row: string) => `EXISTS (SELECT 1 FROM search_pending WHERE id = ${row}.id)`;
-  const note = `INSERT OR IGNORE INTO search_pending(id) SELECT new.id WHERE search_defer();`;
-  const insert = (row: string) =>
-    SEARCH_FTS_TABLES.map(
-      (table) =>
-        `INSERT INTO ${table}(rowid, kind, title, body) SELECT ${ftsScopedValues(row)} WHERE NOT ${noted(row)};`,
-    ).join(' ');
-  const remove = (row: string) =>
-    SEARCH_FTS_TABLES.map(
-      (table) =>
-        `INSERT INTO ${table}(${table}, rowid, kind, title, body) SELECT 'delete', ${ftsScopedValues(row)} WHERE NOT ${noted(row)};`,
-    ).join(' ');
   // FTS5's default, put back after the re-index as rebuildIndex does (search-index.repository.ts).
   const hashsize = (table: string, bytes: number) =>
     `INSERT INTO ${table}(${table}, rank) VALUES ('hashsize', ${bytes})`;
@@ -78,13 +66,9 @@ function sqliteStatements(): string[] {
     ]),
     // Every document is indexed now, noted ones included (none outside a group commit's transaction).
     'DELETE FROM search_pending',
-    `CREATE TRIGGER search_docs_ai AFTER INSERT ON search_docs BEGIN ${note} ${insert('new')} END`,
-    `CREATE TRIGGER search_docs_ad AFTER DELETE ON search_docs BEGIN
-       ${remove('old')} DELETE FROM search_pending WHERE id = old.id;
-     END`,
-    `CREATE TRIGGER search_docs_au
-       AFTER UPDATE OF kind, owner_uuid, recipient_uuid, visibility, language, title, body ON search_docs BEGIN
-       ${remove('old')} ${note} ${insert('new')}
-     END`,
+    ...deferredIndexTriggers(
+      ftsScopedValues,
+      'kind, owner_uuid, recipient_uuid, visibility, language, title, body',
+    ),
   ];
 }
