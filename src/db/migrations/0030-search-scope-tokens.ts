@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../database.ts';
+import { ftsKind } from './0020-search-message-party-tokens.ts';
 import { deferredIndexTriggers, SEARCH_FTS_TABLES } from './0026-search-deferred-index.ts';
 import { runStatementsAtomically } from './atomic-statements.ts';
 
@@ -8,24 +9,17 @@ export const VISIBILITY_TOKEN_PREFIX = 'v';
 /** The FTS5 token of a content document's language (`len`, `lde`, ...), kept for posts, comments, media and messages. */
 export const LANGUAGE_TOKEN_PREFIX = 'l';
 
-/** The kinds whose visibility varies (users and networks are public, messages have their parties' tokens). */
-const VISIBILITY_KINDS = "('post', 'comment', 'media')";
-
 /**
- * The FTS5 `kind` column of a search_docs row: its kind; for a message the tokens of its two parties (migration 0020);
- * for a post, comment or media item its visibility; for every kind but users and networks its language. The scope
- * of a search is then a filter inside the index: a guest's walk skips friends-only and private documents, and any
- * walk limited to a language skips the others, without reading their rows (docs/search.md, "The scope inside the
+ * The FTS5 `kind` column of a search_docs row: migration 0020's (its kind; for a message the tokens of its two parties),
+ * then for a post, comment or media item its visibility, and for every kind but users and networks its language. The
+ * scope of a search is then a filter inside the index: a guest's walk skips friends-only and private documents, and
+ * any walk limited to a language skips the others, without reading their rows (docs/search.md, "The scope inside the
  * full-text index (SQLite)"). A language is a supported code (two lower-case letters), one token.
  */
 export function ftsScopedKind(row: string): string {
-  const party = (column: string) => `coalesce(' u' || replace(${row}.${column}, '-', ''), '')`;
-  const visibility = `' ${VISIBILITY_TOKEN_PREFIX}' || ${row}.visibility`;
-  const language = `coalesce(' ${LANGUAGE_TOKEN_PREFIX}' || ${row}.language, '')`;
-  return `CASE
-    WHEN ${row}.kind = 'messages' THEN 'messages' || ${party('owner_uuid')} || ${party('recipient_uuid')} || ${language}
-    WHEN ${row}.kind IN ${VISIBILITY_KINDS} THEN ${row}.kind || ${visibility} || ${language}
-    ELSE ${row}.kind END`;
+  const visibility = `CASE WHEN ${row}.kind IN ('post', 'comment', 'media') THEN ' ${VISIBILITY_TOKEN_PREFIX}' || ${row}.visibility ELSE '' END`;
+  const language = `CASE WHEN ${row}.kind IN ('user', 'network') THEN '' ELSE coalesce(' ${LANGUAGE_TOKEN_PREFIX}' || ${row}.language, '') END`;
+  return `${ftsKind(row)} || ${visibility} || ${language}`;
 }
 
 /** The values (rowid, kind, title, body) a search_docs row is indexed with since this migration. */
