@@ -11,13 +11,14 @@ import {
   type RootOperationNode,
   sql,
 } from 'kysely';
+import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { apiConnectOptions, buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import type { Context } from '../src/context.ts';
-import { connectDatabase } from '../src/db/connect.ts';
+import { connectDatabase, type DbHandle } from '../src/db/connect.ts';
 import type { Database } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest, migrationsFor } from '../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../src/db/time.ts';
 import { issueTokens, saveClient } from '../src/modules/auth/auth.service.ts';
 import { hashPassword } from '../src/modules/auth/password.ts';
@@ -354,4 +355,28 @@ export async function insertAnnabels(
   });
   await insertInBatches(db, 'users', rows);
   return { matching, exact: exactAt.map((i) => rows[i]?.uuid as string) };
+}
+
+/**
+ * A new SQLite database file migrated up to `migration` and no further (writes indexed at once, no group commit), to
+ * test what a later migration does with the rows a database already holds; `close` destroys it.
+ */
+export async function sqliteMigratedTo(
+  migration: string,
+): Promise<{ handle: DbHandle; close: () => Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'migrated-'));
+  const handle = connectDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { groupCommit: false });
+  const migrator = new Migrator({
+    db: handle.db,
+    provider: { getMigrations: async () => migrationsFor('sqlite') },
+  });
+  const { error } = await migrator.migrateTo(migration);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return {
+    handle,
+    async close() {
+      await handle.db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

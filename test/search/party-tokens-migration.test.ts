@@ -1,34 +1,25 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { Migrator } from 'kysely/migration';
-import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
-import { migrateToLatest, migrationsFor } from '../../src/db/migrate.ts';
+import type { DbHandle } from '../../src/db/connect.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { partyToken } from '../../src/modules/search/search.query.ts';
+import { sqliteMigratedTo } from '../helper.ts';
 
 // Migration 0020 (docs/search.md, "Messages in the full-text index") re-indexes the messages a database already holds:
 // each must end up under its two parties' tokens (and no one else's), be found once by its words, and be found no more
 // once it is deleted.
 describe('search: migration 0020 re-indexes existing messages under their parties [sqlite]', () => {
-  let dir: string;
+  let db: Awaited<ReturnType<typeof sqliteMigratedTo>>;
   let handle: DbHandle;
   const sender = uuidv7();
   const recipient = uuidv7();
   const stranger = uuidv7();
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'party-tokens-'));
-    handle = connectDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { groupCommit: false });
-    const migrator = new Migrator({
-      db: handle.db,
-      provider: { getMigrations: async () => migrationsFor('sqlite') },
-    });
-    const { error } = await migrator.migrateTo('0019-connection-cover');
-    assert.equal(error, undefined);
+    db = await sqliteMigratedTo('0019-connection-cover');
+    handle = db.handle;
     const now = nowIso();
     for (const [uuid, name] of [
       [sender, 'sender'],
@@ -45,8 +36,7 @@ describe('search: migration 0020 re-indexes existing messages under their partie
     assert.equal((await migrateToLatest(handle.db, 'sqlite'))[0], '0020-search-message-party-tokens');
   });
   after(async () => {
-    await handle?.db.destroy();
-    rmSync(dir, { recursive: true, force: true });
+    await db?.close();
   });
 
   it('finds the message once by its words and under each party, never under another user', async () => {

@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { Migrator } from 'kysely/migration';
-import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
-import { migrateToLatest, migrationsFor } from '../../src/db/migrate.ts';
+import type { DbHandle } from '../../src/db/connect.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
-import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { sqliteMigratedTo, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call, getFresh } from './world.ts';
 
 // A guest's search, and any search limited to a language, is filtered inside SQLite's full-text index by the scope
@@ -176,19 +172,13 @@ for (const dialect of testDialects()) {
 
 // Migration 0030 indexes again every document a database already holds, with its scope tokens.
 describe('search: migration 0030 re-indexes existing documents with their scope [sqlite]', () => {
-  let dir: string;
+  let db: Awaited<ReturnType<typeof sqliteMigratedTo>>;
   let handle: DbHandle;
   const author = uuidv7();
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'scope-tokens-'));
-    handle = connectDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { groupCommit: false });
-    const migrator = new Migrator({
-      db: handle.db,
-      provider: { getMigrations: async () => migrationsFor('sqlite') },
-    });
-    const { error } = await migrator.migrateTo('0029-search-fold-ascii');
-    assert.equal(error, undefined);
+    db = await sqliteMigratedTo('0029-search-fold-ascii');
+    handle = db.handle;
     const now = nowIso();
     await sql`insert into users (uuid, username, username_key, email, email_key, password_hash, language, role,
       karma, created_at, updated_at) values (${author}, 'medlar', 'medlar', 'medlar@example.test',
@@ -206,8 +196,7 @@ describe('search: migration 0030 re-indexes existing documents with their scope 
     assert.deepEqual(await migrateToLatest(handle.db, 'sqlite'), ['0030-search-scope-tokens']);
   });
   after(async () => {
-    await handle?.db.destroy();
-    rmSync(dir, { recursive: true, force: true });
+    await db?.close();
   });
 
   it('finds each post once by its words, under its visibility and language only', async () => {
