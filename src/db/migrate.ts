@@ -31,6 +31,7 @@ import { searchPrefixRangesMigration } from './migrations/0027-search-prefix-ran
 import { searchMessageWordsMigration } from './migrations/0028-search-message-words.ts';
 import { searchFoldAsciiMigration } from './migrations/0029-search-fold-ascii.ts';
 import { searchScopeTokensMigration } from './migrations/0030-search-scope-tokens.ts';
+import { searchRestrictedIndexMigration } from './migrations/0031-search-restricted-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -65,6 +66,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0028-search-message-words': searchMessageWordsMigration(dialect),
     '0029-search-fold-ascii': searchFoldAsciiMigration(dialect),
     '0030-search-scope-tokens': searchScopeTokensMigration(dialect),
+    '0031-search-restricted-index': searchRestrictedIndexMigration(dialect),
   };
 }
 
