@@ -4,17 +4,20 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
-import { partyToken } from './search.query.ts';
+import { visibleTo } from '../connection/visibility.ts';
+import { type FtsKinds, partyToken } from './search.query.ts';
 import {
   type Candidate,
   type CandidateRow,
   type DocKind,
+  ftsDecidesAllButRestricted,
   ftsHoldsScope,
   ftsKinds,
   ftsTables,
   idBounds,
   type Match,
   matchText,
+  restrictedMatchText,
   rowidValue,
   type Scope,
   scopeCondition,
@@ -386,16 +389,19 @@ export async function findMatchesById(
 /**
  * SQLite: findMatchesById over the FTS5 tables (one, or two with English stemming). Where the index's own filter is
  * the whole scope (ftsHoldsScope: a guest's, or anyone's users and networks), skipped matches are walked in the index
- * alone and only the page's rows are read (docs/search.md, "The scope inside the full-text index (SQLite)").
+ * alone and only the page's rows are read (docs/search.md, "The scope inside the full-text index (SQLite)"); where it
+ * is the scope of all but the friends-only and private documents (ftsDecidesAllButRestricted: a signed-in caller's
+ * content), a deep page reads only those documents' rows (restrictedApartIds).
  */
 async function sqliteWalk(db: Db, match: Match, scope: Scope, walk: IdWalk): Promise<Candidate[]> {
   const where = scopeCondition(scope);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
   const columns = walkColumns(walk.withText, match.terms);
   const inIndex = ftsHoldsScope(scope);
+  const apart = walk.offset > 0 && !inIndex && ftsDecidesAllButRestricted(scope);
   const walked = ftsTables(match).map((table) => ftsWalk(match, scope, walk, table));
   const [only] = walked;
-  if (only && walked.length === 1) {
+  if (only && walked.length === 1 && !apart) {
     const r =
       walk.offset > 0 && inIndex
         ? await sql<CandidateRow>`
@@ -413,21 +419,17 @@ async function sqliteWalk(db: Db, match: Match, scope: Scope, walk: IdWalk): Pro
   // (118 ms of CPU against 40-60 ms for "lov" at offset 9,900). Only the window's rows are then read, and the scope
   // applied to them. Merged in SQL instead (UNION, then the page) it was no faster: a guest's English deep pages took
   // 17.5 ms p50 against 15.1-15.3 (bench/search-latency.ts), the temporary B-trees costing what this merge does.
-  const lists = await Promise.all(
-    walked.map(async (query) => {
-      const r = await sql<{ ids: string | null }>`
-        select group_concat(id) as ids from (${inIndex ? query.ids : query.rows(sql`d.id`)}
-          limit ${walk.offset + walk.limit}) s`.execute(db);
-      return (r.rows[0]?.ids ?? '')
-        .split(',')
-        .filter((x) => x !== '')
-        .map(Number);
-    }),
-  );
-  const sign = walk.direction === 'asc' ? 1 : -1;
-  const ids = [...new Set(lists.flat())]
-    .sort((a, b) => sign * (a - b))
-    .slice(walk.offset, walk.offset + walk.limit);
+  const need = walk.offset + walk.limit;
+  const ids = (
+    apart
+      ? await restrictedApartIds(db, match, scope, walk)
+      : mergedIds(
+          await Promise.all(
+            walked.map((query) => idList(db, inIndex ? query.ids : query.rows(sql`d.id`), need)),
+          ),
+          walk.direction,
+        )
+  ).slice(walk.offset, need);
   if (ids.length === 0) return [];
   const r = await sql<CandidateRow>`
     select ${columns} from search_docs d
@@ -437,16 +439,93 @@ async function sqliteWalk(db: Db, match: Match, scope: Scope, walk: IdWalk): Pro
 }
 
 /**
+ * SQLite, a signed-in deep walk (ftsDecidesAllButRestricted): its first `offset + limit` matches in scope, in the
+ * walk's order, found in two parts. The matches the index's filter decides alone (public posts, comments and media,
+ * users, networks, the caller's messages) are read from the index without their rows; then, among the ids those
+ * reach, the friends-only and private matches (one in eight of a seeded world's) are found in the index and only
+ * their rows checked against the scope. One walk read the scope of every match it skipped: 25 ms for 12,000 matches
+ * of `lov` as bench_user, where the two parts take 4-11 ms (docs/search.md, "Signed-in deep pages (SQLite)").
+ */
+async function restrictedApartIds(db: Db, match: Match, scope: Scope, walk: IdWalk): Promise<number[]> {
+  const viewer = scope.viewer;
+  if (viewer === null) throw new Error('a guest has no restricted matches to walk apart');
+  const need = walk.offset + walk.limit;
+  const tables = ftsTables(match);
+  const decided = await Promise.all(
+    tables.map((table) =>
+      idList(db, ftsWalk(match, scope, walk, table, { ...ftsKinds(scope), publicOnly: true }).ids, need),
+    ),
+  );
+  const open = mergedIds(decided, walk.direction);
+  // The restricted matches past the need-th decided one cannot reach the window.
+  const last = open.length >= need ? open[need - 1] : undefined;
+  const reach =
+    last === undefined
+      ? walk
+      : walk.direction === 'desc'
+        ? { ...walk, afterId: Math.max(walk.afterId ?? 0, last) }
+        : { ...walk, beforeId: Math.min(walk.beforeId ?? last, last) };
+  const checked = await Promise.all(
+    tables.map((table) =>
+      idList(db, visibleRestricted(match, scope, viewer, reach, last !== undefined, table), need),
+    ),
+  );
+  return mergedIds([open, ...checked], walk.direction);
+}
+
+/**
+ * One FTS5 table's friends-only and private matches of the walk that `viewer` may see, as `id`, in the walk's order:
+ * the index's filter (the scope's, restricted to those documents) keeps the kinds and the language, and each match is
+ * checked in the index of such documents (migration 0031) against the viewer: their own, or a friend's friends-only.
+ * The rows of a page are checked against the whole scope when read.
+ */
+function visibleRestricted(
+  match: Match,
+  scope: Scope,
+  viewer: string,
+  walk: IdWalk,
+  bounded: boolean,
+  { table, lastPrefix }: { table: 'search_fts' | 'search_fts_en'; lastPrefix: boolean },
+): RawBuilder<unknown> {
+  const rowid = sql.ref(`${table}.rowid`);
+  const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  return sql`select d.id from ${sql.table(table)}
+    join search_docs d indexed by search_docs_restricted on d.id = ${rowid}
+    where ${sql.table(table)} match ${restrictedMatchText(match, scope, bounded, lastPrefix)}
+      ${idBounds(rowid, walk, rowidValue)} and d.visibility in ('friends', 'private')
+      and ${visibleTo(viewer, 'd.owner_uuid', 'd.visibility', true)}
+    order by ${rowid} ${dir}`;
+}
+
+/** The ids of the first `limit` rows of a query that selects `id`, in its order, as one text from the database. */
+async function idList(db: Db, query: RawBuilder<unknown>, limit: number): Promise<number[]> {
+  const r = await sql<{ ids: string | null }>`
+    select group_concat(id) as ids from (${query} limit ${limit}) s`.execute(db);
+  return (r.rows[0]?.ids ?? '')
+    .split(',')
+    .filter((x) => x !== '')
+    .map(Number);
+}
+
+/** Lists of ids merged into one without repeats, in a walk's order. */
+function mergedIds(lists: number[][], direction: 'asc' | 'desc'): number[] {
+  const sign = direction === 'asc' ? 1 : -1;
+  return [...new Set(lists.flat())].sort((a, b) => sign * (a - b));
+}
+
+/**
  * One FTS5 table's walk of a match in `scope` within the walk's bounds, in its order: `rows` checks each match's row
- * against the scope (and reads `columns`); `ids` reads none and keeps what the FTS5 filter keeps, as `id`.
+ * against the scope (and reads `columns`); `ids` reads none and keeps what the FTS5 filter keeps, as `id`. The filter
+ * is the scope's (ftsKinds) unless given.
  */
 function ftsWalk(
   match: Match,
   scope: Scope,
   walk: IdWalk,
   { table, lastPrefix }: { table: 'search_fts' | 'search_fts_en'; lastPrefix: boolean },
+  filter: FtsKinds = ftsKinds(scope),
 ) {
-  const text = matchText(match, ftsKinds(scope), lastPrefix);
+  const text = matchText(match, filter, lastPrefix);
   const rowid = sql.ref(`${table}.rowid`);
   const bounds = idBounds(rowid, walk, rowidValue);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');

@@ -76,13 +76,8 @@ export function ftsMatch(
   lastPrefix = true,
   prefixWords?: readonly string[],
 ): string {
-  const words = terms.map((t, i) => {
-    if (!lastPrefix || !isPrefixTerm(terms, i)) return quoted(t);
-    if (prefixWords && prefixWords.length > 0) return `(${prefixWords.map(quoted).join(' OR ')})`;
-    return `${quoted(t)}*`;
-  });
   const list = (k: readonly string[]) => `kind : (${k.map((x) => `"${x}"`).join(' OR ')})`;
-  let text = `{title body} : (${words.join(' AND ')})`;
+  let text = wordsMatch(terms, lastPrefix, prefixWords);
   const messagesOnly = kinds.only?.length === 1 && kinds.only[0] === 'messages';
   const withMessages = kinds.only ? kinds.only.includes('messages') : !kinds.except?.includes('messages');
   if (kinds.party && messagesOnly) {
@@ -112,6 +107,49 @@ export function ftsMatch(
     text = `${text} AND ${kept}`;
   }
   return text;
+}
+
+/** The words of ftsMatch: every term in title or body, the last as a prefix unless `lastPrefix` is false. */
+function wordsMatch(terms: string[], lastPrefix: boolean, prefixWords?: readonly string[]): string {
+  const words = terms.map((t, i) => {
+    if (!lastPrefix || !isPrefixTerm(terms, i)) return quoted(t);
+    if (prefixWords && prefixWords.length > 0) return `(${prefixWords.map(quoted).join(' OR ')})`;
+    return `${quoted(t)}*`;
+  });
+  return `{title body} : (${words.join(' AND ')})`;
+}
+
+/** Kinds whose documents carry a visibility token (migration 0030). */
+const VISIBILITY_TOKEN_KINDS = ['post', 'comment', 'media'] as const;
+
+/**
+ * FTS5 MATCH text of the friends-only and private posts, comments and media among a query's matches (the words as
+ * ftsMatch writes them), of `kinds` and, if given, in `language`: the matches a signed-in caller's deep walk checks
+ * row by row (restrictedApartIds in search-walk.repository.ts). Other kinds are left to that check, which finds no
+ * such document among them. Which doclist leads sets the cost (docs/search.md, "Signed-in deep pages (SQLite)"):
+ * with posts among the kinds, the two restricted visibility tokens; without, in a range `bounded` by the page's
+ * public matches, the words, skipping the public token (the restricted tokens would step through every friends-only
+ * post); without and unbounded, the kinds' tokens (the words would step through every match of the index).
+ */
+export function ftsRestrictedMatch(
+  terms: string[],
+  kinds: readonly string[],
+  language: string | undefined,
+  bounded: boolean,
+  lastPrefix = true,
+  prefixWords?: readonly string[],
+): string {
+  const words = wordsMatch(terms, lastPrefix, prefixWords);
+  const visibility = (v: string) => `kind : ${quoted(VISIBILITY_TOKEN_PREFIX + v)}`;
+  const restricted = `(${visibility('friends')} OR ${visibility('private')})`;
+  const owned = VISIBILITY_TOKEN_KINDS.filter((k) => kinds.includes(k));
+  const others = VISIBILITY_TOKEN_KINDS.filter((k) => !kinds.includes(k))
+    .map((k) => ` NOT kind : "${k}"`)
+    .join('');
+  const inLanguage = language ? ` AND kind : ${quoted(LANGUAGE_TOKEN_PREFIX + language)}` : '';
+  if (kinds.includes('post')) return `${words} AND ${restricted}${others}${inLanguage}`;
+  if (bounded) return `${words} NOT ${visibility('public')}${others}${inLanguage}`;
+  return `kind : (${owned.map((k) => `"${k}"`).join(' OR ')}) AND ${words} AND ${restricted}${inLanguage}`;
 }
 
 /** Kinds a language limit does not apply to (docs/http.md): their documents carry no language token. */

@@ -5,7 +5,14 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, PG_STEMMERS } from '../../db/migrations/0002-search.ts';
 import { visibleTo } from '../connection/visibility.ts';
-import { type FtsKinds, ftsMatch, isPrefixTerm, LONGEST_PREFIX_INDEX, partyToken } from './search.query.ts';
+import {
+  type FtsKinds,
+  ftsMatch,
+  ftsRestrictedMatch,
+  isPrefixTerm,
+  LONGEST_PREFIX_INDEX,
+  partyToken,
+} from './search.query.ts';
 
 /** Kinds of item in the search index. */
 export const DOC_KINDS = ['user', 'network', 'post', 'comment', 'media', 'messages'] as const;
@@ -120,8 +127,7 @@ export function scopeCondition(scope: Scope, probe = true): RawBuilder<unknown> 
  * apply scopeCondition to every row they read; what the filter saves is the rows of documents out of scope.
  */
 export function ftsKinds(scope: Scope): FtsKinds {
-  const language =
-    scope.language && scope.kinds.some((k) => CONTENT_KINDS.includes(k)) ? scope.language : undefined;
+  const language = contentLanguage(scope);
   if (scope.viewer === null) {
     const kinds = scope.kinds.filter((k) => k !== 'messages');
     const publicOnly = kinds.some((k) => !PUBLIC_KINDS.includes(k));
@@ -129,6 +135,11 @@ export function ftsKinds(scope: Scope): FtsKinds {
   }
   // A signed-in caller sees the messages they are a party of: the index keeps those alone (migration 0020).
   return { ...kindFilter(scope.kinds), party: partyToken(scope.viewer), language };
+}
+
+/** The language the scope limits its content to, when it searches any content. */
+function contentLanguage(scope: Scope): string | undefined {
+  return scope.language && scope.kinds.some((k) => CONTENT_KINDS.includes(k)) ? scope.language : undefined;
 }
 
 /**
@@ -149,6 +160,15 @@ export function matchText(match: Match, kinds: FtsKinds, lastPrefix = true): str
 }
 
 /**
+ * The FTS5 MATCH text of the friends-only and private documents of a match in the scope's kinds and language
+ * (ftsRestrictedMatch), for a walk whose id range is `bounded` by the page's other matches or not.
+ */
+export function restrictedMatchText(match: Match, scope: Scope, bounded: boolean, lastPrefix = true): string {
+  const language = contentLanguage(scope);
+  return ftsRestrictedMatch(match.terms, scope.kinds, language, bounded, lastPrefix, match.prefixWords);
+}
+
+/**
  * Whether the FTS5 filter of the scope (ftsKinds) is the whole scope, so a walk may skip matches without reading
  * their rows: for a guest (kinds, public documents, language), or for anyone when only users and networks are
  * searched (public for everybody), unless excluded users or a friends-only search narrow it further. The walk still
@@ -157,6 +177,24 @@ export function matchText(match: Match, kinds: FtsKinds, lastPrefix = true): str
 export function ftsHoldsScope(scope: Scope): boolean {
   return (
     (scope.viewer === null || scope.kinds.every((k) => PUBLIC_KINDS.includes(k))) &&
+    (scope.excludeUuids ?? []).length === 0 &&
+    scope.friendsOf === undefined
+  );
+}
+
+/** Kinds whose documents have a visibility of their own, tokened in the index (migration 0030). */
+const VISIBILITY_KINDS: readonly DocKind[] = ['post', 'comment', 'media'];
+
+/**
+ * Whether the FTS5 filter of the scope (ftsKinds) decides every match but the friends-only and private posts,
+ * comments and media: for a signed-in caller searching any of those kinds (their messages are decided by the party
+ * tokens, users and networks are public), unless excluded users or a friends-only search narrow it further. Those
+ * matches alone then need their rows to be judged (restrictedApartIds in search-walk.repository.ts).
+ */
+export function ftsDecidesAllButRestricted(scope: Scope): boolean {
+  return (
+    scope.viewer !== null &&
+    scope.kinds.some((k) => VISIBILITY_KINDS.includes(k)) &&
     (scope.excludeUuids ?? []).length === 0 &&
     scope.friendsOf === undefined
   );
