@@ -132,6 +132,8 @@ export async function mayHaveMoreThan(
   // rows too, and its check of those few spares the count's 2-4 ms on every deep page. In a sparser kind (a column of
   // `/search/types`) the decided matches often fall short of the page, and the walk would then step through the
   // kind's restricted matches in the whole index: 8-18 ms for comments, where the count most often finds too few.
+  // (ftsRestrictedMatch in search.query.ts leads its walk by the kinds' tokens there.) Where posts are searched, an
+  // offset past every match walks the word's restricted matches in the whole index instead of being counted.
   if (
     dialect === 'postgres' ||
     ftsHoldsScope(scope) ||

@@ -4,6 +4,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
+import { restrictedVisibility } from '../../db/migrations/0031-search-restricted-index.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { type FtsKinds, partyToken } from './search.query.ts';
 import {
@@ -294,10 +295,13 @@ async function pgMessagesApart(
 
 /** Two walks' first `offset + limit` matches merged in the walk's order, windowed. */
 function merged(mine: Candidate[], theirs: Candidate[], walk: IdWalk): Candidate[] {
-  const sign = walk.direction === 'asc' ? 1 : -1;
-  return [...mine, ...theirs]
-    .sort((a, b) => sign * (a.id - b.id))
-    .slice(walk.offset, walk.offset + walk.limit);
+  const order = idOrder(walk.direction);
+  return [...mine, ...theirs].sort((a, b) => order(a.id, b.id)).slice(walk.offset, walk.offset + walk.limit);
+}
+
+/** A comparator of ids in a walk's order. */
+function idOrder(direction: 'asc' | 'desc'): (a: number, b: number) => number {
+  return direction === 'asc' ? (a, b) => a - b : (a, b) => b - a;
 }
 
 /**
@@ -457,14 +461,15 @@ async function restrictedApartIds(db: Db, match: Match, scope: Scope, walk: IdWa
     ),
   );
   const open = mergedIds(decided, walk.direction);
-  // The restricted matches past the need-th decided one cannot reach the window.
+  // A restricted match past the need-th decided one has `need` matches before it and cannot reach the window. That
+  // match lies within the walk's own bounds, so it is the nearer bound on that side.
   const last = open.length >= need ? open[need - 1] : undefined;
   const reach =
     last === undefined
       ? walk
       : walk.direction === 'desc'
-        ? { ...walk, afterId: Math.max(walk.afterId ?? 0, last) }
-        : { ...walk, beforeId: Math.min(walk.beforeId ?? last, last) };
+        ? { ...walk, afterId: last }
+        : { ...walk, beforeId: last };
   const checked = await Promise.all(
     tables.map((table) =>
       idList(db, visibleRestricted(match, scope, viewer, reach, last !== undefined, table), need),
@@ -492,7 +497,7 @@ function visibleRestricted(
   return sql`select d.id from ${sql.table(table)}
     join search_docs d indexed by search_docs_restricted on d.id = ${rowid}
     where ${sql.table(table)} match ${restrictedMatchText(match, scope, bounded, lastPrefix)}
-      ${idBounds(rowid, walk, rowidValue)} and d.visibility in ('friends', 'private')
+      ${idBounds(rowid, walk, rowidValue)} and ${sql.raw(restrictedVisibility('d'))}
       and ${visibleTo(viewer, 'd.owner_uuid', 'd.visibility', true)}
     order by ${rowid} ${dir}`;
 }
@@ -509,8 +514,7 @@ async function idList(db: Db, query: RawBuilder<unknown>, limit: number): Promis
 
 /** Lists of ids merged into one without repeats, in a walk's order. */
 function mergedIds(lists: number[][], direction: 'asc' | 'desc'): number[] {
-  const sign = direction === 'asc' ? 1 : -1;
-  return [...new Set(lists.flat())].sort((a, b) => sign * (a - b));
+  return [...new Set(lists.flat())].sort(idOrder(direction));
 }
 
 /**

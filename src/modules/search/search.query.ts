@@ -2,6 +2,7 @@ import {
   LANGUAGE_TOKEN_PREFIX,
   VISIBILITY_TOKEN_PREFIX,
 } from '../../db/migrations/0030-search-scope-tokens.ts';
+import { RESTRICTED_VISIBILITIES } from '../../db/migrations/0031-search-restricted-index.ts';
 import { foldText } from '../../db/search-fold.ts';
 import { decodeTextStats, textStats } from '../../db/search-stats.ts';
 import { ApiError } from '../../http/errors.ts';
@@ -92,7 +93,7 @@ export function ftsMatch(
   }
   if (kinds.publicOnly) {
     // Users and networks carry no visibility token and are public: NOT keeps them, where `vpublic` would not.
-    const hidden = ['friends', 'private'].map((v) => `kind : ${quoted(VISIBILITY_TOKEN_PREFIX + v)}`);
+    const hidden = RESTRICTED_VISIBILITIES.map((v) => `kind : ${quoted(VISIBILITY_TOKEN_PREFIX + v)}`);
     text = `${text} NOT ${hidden.join(' NOT ')}`;
   }
   if (kinds.language) {
@@ -119,8 +120,11 @@ function wordsMatch(terms: string[], lastPrefix: boolean, prefixWords?: readonly
   return `{title body} : (${words.join(' AND ')})`;
 }
 
-/** Kinds whose documents carry a visibility token (migration 0030). */
-const VISIBILITY_TOKEN_KINDS = ['post', 'comment', 'media'] as const;
+/**
+ * Kinds whose documents carry a visibility token (migration 0030); users and networks are public, messages are seen
+ * by their parties.
+ */
+export const VISIBILITY_TOKEN_KINDS: readonly string[] = ['post', 'comment', 'media'];
 
 /**
  * FTS5 MATCH text of the friends-only and private posts, comments and media among a query's matches (the words as
@@ -141,12 +145,13 @@ export function ftsRestrictedMatch(
 ): string {
   const words = wordsMatch(terms, lastPrefix, prefixWords);
   const visibility = (v: string) => `kind : ${quoted(VISIBILITY_TOKEN_PREFIX + v)}`;
-  const restricted = `(${visibility('friends')} OR ${visibility('private')})`;
+  const restricted = `(${RESTRICTED_VISIBILITIES.map(visibility).join(' OR ')})`;
   const owned = VISIBILITY_TOKEN_KINDS.filter((k) => kinds.includes(k));
   const others = VISIBILITY_TOKEN_KINDS.filter((k) => !kinds.includes(k))
     .map((k) => ` NOT kind : "${k}"`)
     .join('');
   const inLanguage = language ? ` AND kind : ${quoted(LANGUAGE_TOKEN_PREFIX + language)}` : '';
+  // mayHaveMoreThan (search-density.repository.ts) also tells the posts' walks apart from the sparser kinds'.
   if (kinds.includes('post')) return `${words} AND ${restricted}${others}${inLanguage}`;
   if (bounded) return `${words} NOT ${visibility('public')}${others}${inLanguage}`;
   return `kind : (${owned.map((k) => `"${k}"`).join(' OR ')}) AND ${words} AND ${restricted}${inLanguage}`;

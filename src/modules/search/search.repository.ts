@@ -12,6 +12,7 @@ import {
   isPrefixTerm,
   LONGEST_PREFIX_INDEX,
   partyToken,
+  VISIBILITY_TOKEN_KINDS,
 } from './search.query.ts';
 
 /** Kinds of item in the search index. */
@@ -182,9 +183,6 @@ export function ftsHoldsScope(scope: Scope): boolean {
   );
 }
 
-/** Kinds whose documents have a visibility of their own, tokened in the index (migration 0030). */
-const VISIBILITY_KINDS: readonly DocKind[] = ['post', 'comment', 'media'];
-
 /**
  * Whether the FTS5 filter of the scope (ftsKinds) decides every match but the friends-only and private posts,
  * comments and media: for a signed-in caller searching any of those kinds (their messages are decided by the party
@@ -194,7 +192,7 @@ const VISIBILITY_KINDS: readonly DocKind[] = ['post', 'comment', 'media'];
 export function ftsDecidesAllButRestricted(scope: Scope): boolean {
   return (
     scope.viewer !== null &&
-    scope.kinds.some((k) => VISIBILITY_KINDS.includes(k)) &&
+    scope.kinds.some((k) => VISIBILITY_TOKEN_KINDS.includes(k)) &&
     (scope.excludeUuids ?? []).length === 0 &&
     scope.friendsOf === undefined
   );
