@@ -27,9 +27,16 @@ export function ftsKind(row: string): string {
   return `CASE WHEN ${row}.kind = 'messages' THEN 'messages' || ${party('owner_uuid')} || ${party('recipient_uuid')} ELSE ${row}.kind END`;
 }
 
+/**
+ * The values (rowid, kind, title, body) an FTS5 table of search_docs gets for a row, given its `kind` column, with the
+ * title and body folded (search_fold). Each migration that changes what the kind column holds passes its own.
+ */
+export function ftsRowValues(row: string, kind: string): string {
+  return `${row}.id, ${kind}, search_fold(${row}.title), search_fold(${row}.body)`;
+}
+
 function sqliteStatements(): string[] {
-  const values = (row: string) =>
-    `${row}.id, ${ftsKind(row)}, search_fold(${row}.title), search_fold(${row}.body)`;
+  const values = (row: string) => ftsRowValues(row, ftsKind(row));
   const insert = (table: string, row: string) =>
     `INSERT INTO ${table}(rowid, kind, title, body) VALUES (${values(row)});`;
   const remove = (table: string, row: string) =>
@@ -37,7 +44,7 @@ function sqliteStatements(): string[] {
   // The entries of the messages as indexed before: the kind alone.
   const before = (table: string) =>
     `INSERT INTO ${table}(${table}, rowid, kind, title, body)
-       SELECT 'delete', d.id, d.kind, search_fold(d.title), search_fold(d.body) FROM search_docs d WHERE d.kind = 'messages'`;
+       SELECT 'delete', ${ftsRowValues('d', 'd.kind')} FROM search_docs d WHERE d.kind = 'messages'`;
   const after = (table: string) =>
     `INSERT INTO ${table}(rowid, kind, title, body)
        SELECT ${values('d')} FROM search_docs d WHERE d.kind = 'messages'`;

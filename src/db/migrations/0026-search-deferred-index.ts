@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../database.ts';
-import { ftsKind } from './0020-search-message-party-tokens.ts';
+import { ftsKind, ftsRowValues } from './0020-search-message-party-tokens.ts';
 import { runStatementsAtomically } from './atomic-statements.ts';
 
 /** The FTS5 tables fed from search_docs. */
@@ -8,7 +8,7 @@ export const SEARCH_FTS_TABLES = ['search_fts', 'search_fts_en'] as const;
 
 /** The values (rowid, kind, title, body) a search_docs row is indexed with, as migration 0020's triggers wrote them. */
 export function ftsValues(row: string): string {
-  return `${row}.id, ${ftsKind(row)}, search_fold(${row}.title), search_fold(${row}.body)`;
+  return ftsRowValues(row, ftsKind(row));
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../database.ts';
-import { ftsKind } from './0020-search-message-party-tokens.ts';
+import { ftsKind, ftsRowValues } from './0020-search-message-party-tokens.ts';
 import { deferredIndexTriggers, SEARCH_FTS_TABLES } from './0026-search-deferred-index.ts';
 import { runStatementsAtomically } from './atomic-statements.ts';
 
@@ -24,7 +24,7 @@ export function ftsScopedKind(row: string): string {
 
 /** The values (rowid, kind, title, body) a search_docs row is indexed with since this migration. */
 export function ftsScopedValues(row: string): string {
-  return `${row}.id, ${ftsScopedKind(row)}, search_fold(${row}.title), search_fold(${row}.body)`;
+  return ftsRowValues(row, ftsScopedKind(row));
 }
 
 /**

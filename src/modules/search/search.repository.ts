@@ -177,10 +177,13 @@ export function restrictedMatchText(match: Match, scope: Scope, bounded: boolean
  */
 export function ftsHoldsScope(scope: Scope): boolean {
   return (
-    (scope.viewer === null || scope.kinds.every((k) => PUBLIC_KINDS.includes(k))) &&
-    (scope.excludeUuids ?? []).length === 0 &&
-    scope.friendsOf === undefined
+    (scope.viewer === null || scope.kinds.every((k) => PUBLIC_KINDS.includes(k))) && !narrowedByUsers(scope)
   );
+}
+
+/** Whether the scope leaves users out or keeps only some (excluded users, a friends-only search): no token holds that. */
+function narrowedByUsers(scope: Scope): boolean {
+  return (scope.excludeUuids ?? []).length > 0 || scope.friendsOf !== undefined;
 }
 
 /**
@@ -193,8 +196,7 @@ export function ftsDecidesAllButRestricted(scope: Scope): boolean {
   return (
     scope.viewer !== null &&
     scope.kinds.some((k) => VISIBILITY_TOKEN_KINDS.includes(k)) &&
-    (scope.excludeUuids ?? []).length === 0 &&
-    scope.friendsOf === undefined
+    !narrowedByUsers(scope)
   );
 }
 
