@@ -32,6 +32,7 @@ import { searchMessageWordsMigration } from './migrations/0028-search-message-wo
 import { searchFoldAsciiMigration } from './migrations/0029-search-fold-ascii.ts';
 import { searchScopeTokensMigration } from './migrations/0030-search-scope-tokens.ts';
 import { searchRestrictedIndexMigration } from './migrations/0031-search-restricted-index.ts';
+import { searchRestrictedLanguageMigration } from './migrations/0032-search-restricted-language.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -67,6 +68,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0029-search-fold-ascii': searchFoldAsciiMigration(dialect),
     '0030-search-scope-tokens': searchScopeTokensMigration(dialect),
     '0031-search-restricted-index': searchRestrictedIndexMigration(dialect),
+    '0032-search-restricted-language': searchRestrictedLanguageMigration(dialect),
   };
 }
 

@@ -282,5 +282,26 @@ for (const dialect of testDialects()) {
       // The other walk reads the index alone: no statement of the walk joins the documents but the page's.
       assert.equal(statements.filter((text) => text.includes('search_docs_scope')).length, 0);
     });
+
+    it('SQLite reads the language of those matches in their index, not in the full-text filter', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      const params = { query: 'lychee', language: 'en', offset: TUNING.rankedCandidates + 2, limit: 2 };
+      const page = await search({ ...t.ctx, readDb: db }, viewer.uuid, params);
+      assert.deepEqual(
+        page.data.map((i: { uuid: string }) => i.uuid),
+        expected(viewer, 'lychee', { language: 'en' }).slice(params.offset, params.offset + 2),
+      );
+      const checked = nodes
+        .map((node) => t.ctx.db.getExecutor().compileQuery(node, createQueryId()))
+        .filter((q) => q.sql.includes('search_docs_restricted'));
+      // One statement per English table (plain and stemmed), each testing the language on the index's column.
+      assert.equal(checked.length, 2);
+      for (const q of checked) {
+        assert.match(q.sql, /d\.language = \?/);
+        assert.ok(!q.parameters.some((p) => typeof p === 'string' && p.includes('"len"')), String(q.parameters[0]));
+      }
+    });
   });
 }

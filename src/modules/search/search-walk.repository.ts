@@ -10,6 +10,7 @@ import { type FtsKinds, partyToken } from './search.query.ts';
 import {
   type Candidate,
   type CandidateRow,
+  contentLanguage,
   type DocKind,
   ftsDecidesAllButRestricted,
   ftsHoldsScope,
@@ -480,9 +481,9 @@ async function restrictedApartIds(db: Db, match: Match, scope: Scope, walk: IdWa
 
 /**
  * One FTS5 table's friends-only and private matches of the walk that `viewer` may see, as `id`, in the walk's order:
- * the index's filter (the scope's, restricted to those documents) keeps the kinds and the language, and each match is
- * checked in the index of such documents (migration 0031) against the viewer: their own, or a friend's friends-only.
- * The rows of a page are checked against the whole scope when read.
+ * the index's filter keeps the kinds (ftsRestrictedMatch), and each match is checked in the index of such documents
+ * (migrations 0031, 0032) against the viewer (their own, or a friend's friends-only) and the scope's language. The rows
+ * of a page are checked against the whole scope when read.
  */
 function visibleRestricted(
   match: Match,
@@ -494,11 +495,14 @@ function visibleRestricted(
 ): RawBuilder<unknown> {
   const rowid = sql.ref(`${table}.rowid`);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
+  // Only posts, comments and media are friends-only or private: content, which the scope keeps in its language alone.
+  const language = contentLanguage(scope);
+  const inLanguage = language ? sql`and d.language = ${language}` : sql``;
   return sql`select d.id from ${sql.table(table)}
     join search_docs d indexed by search_docs_restricted on d.id = ${rowid}
     where ${sql.table(table)} match ${restrictedMatchText(match, scope, bounded, lastPrefix)}
       ${idBounds(rowid, walk, rowidValue)} and ${sql.raw(restrictedVisibility('d'))}
-      and ${visibleTo(viewer, 'd.owner_uuid', 'd.visibility', true)}
+      and ${visibleTo(viewer, 'd.owner_uuid', 'd.visibility', true)} ${inLanguage}
     order by ${rowid} ${dir}`;
 }
 

@@ -128,17 +128,18 @@ export const VISIBILITY_TOKEN_KINDS: readonly string[] = ['post', 'comment', 'me
 
 /**
  * FTS5 MATCH text of the friends-only and private posts, comments and media among a query's matches (the words as
- * ftsMatch writes them), of `kinds` and, if given, in `language`: the matches a signed-in caller's deep walk checks
- * row by row (restrictedApartIds in search-walk.repository.ts). Other kinds are left to that check, which finds no
- * such document among them. Which doclist leads sets the cost (docs/search.md, "Signed-in deep pages (SQLite)"):
- * with posts among the kinds, the two restricted visibility tokens; without, in a range `bounded` by the page's
- * public matches, the words, skipping the public token (the restricted tokens would step through every friends-only
- * post); without and unbounded, the kinds' tokens (the words would step through every match of the index).
+ * ftsMatch writes them), of `kinds`: the matches a signed-in caller's deep walk checks row by row (restrictedApartIds
+ * in search-walk.repository.ts). Other kinds are left to that check, which finds no such document among them, and so
+ * is a language: its token's doclist holds most of the index, and intersecting it cost more than reading the language
+ * beside the owner in the index of those documents (migration 0032). Which doclist leads sets the cost (docs/search.md,
+ * "Signed-in deep pages (SQLite)"): with posts among the kinds, the two restricted visibility tokens; without, in a
+ * range `bounded` by the page's public matches, the words, skipping the public token (the restricted tokens would step
+ * through every friends-only post); without and unbounded, the kinds' tokens (the words would step through every
+ * match of the index).
  */
 export function ftsRestrictedMatch(
   terms: string[],
   kinds: readonly string[],
-  language: string | undefined,
   bounded: boolean,
   lastPrefix = true,
   prefixWords?: readonly string[],
@@ -150,11 +151,10 @@ export function ftsRestrictedMatch(
   const others = VISIBILITY_TOKEN_KINDS.filter((k) => !kinds.includes(k))
     .map((k) => ` NOT kind : "${k}"`)
     .join('');
-  const inLanguage = language ? ` AND kind : ${quoted(LANGUAGE_TOKEN_PREFIX + language)}` : '';
   // mayHaveMoreThan (search-density.repository.ts) also tells the posts' walks apart from the sparser kinds'.
-  if (kinds.includes('post')) return `${words} AND ${restricted}${others}${inLanguage}`;
-  if (bounded) return `${words} NOT ${visibility('public')}${others}${inLanguage}`;
-  return `kind : (${owned.map((k) => `"${k}"`).join(' OR ')}) AND ${words} AND ${restricted}${inLanguage}`;
+  if (kinds.includes('post')) return `${words} AND ${restricted}${others}`;
+  if (bounded) return `${words} NOT ${visibility('public')}${others}`;
+  return `kind : (${owned.map((k) => `"${k}"`).join(' OR ')}) AND ${words} AND ${restricted}`;
 }
 
 /** Kinds a language limit does not apply to (docs/http.md): their documents carry no language token. */

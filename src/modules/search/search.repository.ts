@@ -139,7 +139,7 @@ export function ftsKinds(scope: Scope): FtsKinds {
 }
 
 /** The language the scope limits its content to, when it searches any content. */
-function contentLanguage(scope: Scope): string | undefined {
+export function contentLanguage(scope: Scope): string | undefined {
   return scope.language && scope.kinds.some((k) => CONTENT_KINDS.includes(k)) ? scope.language : undefined;
 }
 
@@ -161,12 +161,11 @@ export function matchText(match: Match, kinds: FtsKinds, lastPrefix = true): str
 }
 
 /**
- * The FTS5 MATCH text of the friends-only and private documents of a match in the scope's kinds and language
- * (ftsRestrictedMatch), for a walk whose id range is `bounded` by the page's other matches or not.
+ * The FTS5 MATCH text of the friends-only and private documents of a match in the scope's kinds, whatever their
+ * language (ftsRestrictedMatch), for a walk whose id range is `bounded` by the page's other matches or not.
  */
 export function restrictedMatchText(match: Match, scope: Scope, bounded: boolean, lastPrefix = true): string {
-  const language = contentLanguage(scope);
-  return ftsRestrictedMatch(match.terms, scope.kinds, language, bounded, lastPrefix, match.prefixWords);
+  return ftsRestrictedMatch(match.terms, scope.kinds, bounded, lastPrefix, match.prefixWords);
 }
 
 /**
