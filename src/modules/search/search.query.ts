@@ -129,13 +129,13 @@ export const VISIBILITY_TOKEN_KINDS: readonly string[] = ['post', 'comment', 'me
 /**
  * FTS5 MATCH text of the friends-only and private posts, comments and media among a query's matches (the words as
  * ftsMatch writes them), of `kinds`: the matches a signed-in caller's deep walk checks row by row (restrictedApartIds
- * in search-walk.repository.ts). Other kinds are left to that check, which finds no such document among them, and so
- * is a language: its token's doclist holds most of the index, and intersecting it cost more than reading the language
- * beside the owner in the index of those documents (migration 0032). Which doclist leads sets the cost (docs/search.md,
- * "Signed-in deep pages (SQLite)"): with posts among the kinds, the two restricted visibility tokens; without, in a
- * range `bounded` by the page's public matches, the words, skipping the public token (the restricted tokens would step
- * through every friends-only post); without and unbounded, the kinds' tokens (the words would step through every
- * match of the index).
+ * in search-walk.repository.ts). Other kinds are left to that check, which finds no such document among them; the
+ * language, too, is left to it: the language token's doclist holds most of the index, and intersecting it cost more
+ * than reading the language beside the owner in the index of those documents (migration 0032). Which doclist leads
+ * sets the cost (docs/search.md, "Signed-in deep pages (SQLite)"): with posts among the kinds, the two restricted
+ * visibility tokens; without, in a range `bounded` by the page's public matches, the words, skipping the public token
+ * (the restricted tokens would step through every friends-only post); without and unbounded, the kinds' tokens (the
+ * words would step through every match of the index).
  */
 export function ftsRestrictedMatch(
   terms: string[],
