@@ -77,15 +77,14 @@ export function ftsMatch(
   lastPrefix = true,
   prefixWords?: readonly string[],
 ): string {
-  const list = (k: readonly string[]) => `kind : (${k.map((x) => `"${x}"`).join(' OR ')})`;
   let text = wordsMatch(terms, lastPrefix, prefixWords);
   const messagesOnly = kinds.only?.length === 1 && kinds.only[0] === 'messages';
   const withMessages = kinds.only ? kinds.only.includes('messages') : !kinds.except?.includes('messages');
   if (kinds.party && messagesOnly) {
     text = `kind : ${quoted(kinds.party)} AND ${text}`;
   } else {
-    if (kinds.only) text = `${list(kinds.only)} AND ${text}`;
-    if (kinds.except && kinds.except.length > 0) text = `${text} NOT ${list(kinds.except)}`;
+    if (kinds.only) text = `${kindList(kinds.only)} AND ${text}`;
+    if (kinds.except && kinds.except.length > 0) text = `${text} NOT ${kindList(kinds.except)}`;
     // Only messages carry party tokens: the other kinds pass, and of the messages those of the party.
     if (kinds.party && withMessages) {
       text = `${text} NOT (kind : "messages" NOT kind : ${quoted(kinds.party)})`;
@@ -108,6 +107,11 @@ export function ftsMatch(
     text = `${text} AND ${kept}`;
   }
   return text;
+}
+
+/** An FTS5 filter on the kind column keeping any of `kinds`. */
+function kindList(kinds: readonly string[]): string {
+  return `kind : (${kinds.map((x) => `"${x}"`).join(' OR ')})`;
 }
 
 /** The words of ftsMatch: every term in title or body, the last as a prefix unless `lastPrefix` is false. */
@@ -154,7 +158,7 @@ export function ftsRestrictedMatch(
   // mayHaveMoreThan (search-density.repository.ts) also tells the posts' walks apart from the sparser kinds'.
   if (kinds.includes('post')) return `${words} AND ${restricted}${others}`;
   if (bounded) return `${words} NOT ${visibility('public')}${others}`;
-  return `kind : (${owned.map((k) => `"${k}"`).join(' OR ')}) AND ${words} AND ${restricted}`;
+  return `${kindList(owned)} AND ${words} AND ${restricted}`;
 }
 
 /** Kinds a language limit does not apply to (docs/http.md): their documents carry no language token. */

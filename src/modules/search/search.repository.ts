@@ -106,9 +106,8 @@ export function scopeCondition(scope: Scope, probe = true): RawBuilder<unknown> 
       ? sql`${visible}`
       : sql`(${visible} or (d.visibility = 'message' and d.recipient_uuid = ${scope.viewer}))`,
   );
-  if (scope.language && scope.kinds.some((k) => CONTENT_KINDS.includes(k))) {
-    parts.push(sql`(d.kind in ('user', 'network') or d.language = ${scope.language})`);
-  }
+  const language = contentLanguage(scope);
+  if (language) parts.push(sql`(d.kind in ('user', 'network') or d.language = ${language})`);
   if (scope.excludeUuids && scope.excludeUuids.length > 0) {
     parts.push(sql`d.uuid not in (${sql.join(scope.excludeUuids)})`);
   }
