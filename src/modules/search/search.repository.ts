@@ -30,6 +30,8 @@ export interface Scope {
   excludeUuids?: string[] | undefined;
   /** Only documents whose uuid is a confirmed friend of this user (friend search). */
   friendsOf?: string | undefined;
+  /** SQLite: the documents of each kind in the index (withKindDocs), which side of the FTS5 kind filter to name. */
+  kindDocs?: ReadonlyMap<DocKind, number> | undefined;
 }
 
 /** What the words must match and with which stemming. */
@@ -131,10 +133,10 @@ export function ftsKinds(scope: Scope): FtsKinds {
   if (scope.viewer === null) {
     const kinds = scope.kinds.filter((k) => k !== 'messages');
     const publicOnly = kinds.some((k) => !PUBLIC_KINDS.includes(k));
-    return { ...kindFilter(kinds), publicOnly, language };
+    return { ...kindFilter(kinds, scope.kindDocs), publicOnly, language };
   }
   // A signed-in caller sees the messages they are a party of: the index keeps those alone (migration 0020).
-  return { ...kindFilter(scope.kinds), party: partyToken(scope.viewer), language };
+  return { ...kindFilter(scope.kinds, scope.kindDocs), party: partyToken(scope.viewer), language };
 }
 
 /** The language the scope limits its content to, when it searches any content. */
@@ -143,14 +145,24 @@ export function contentLanguage(scope: Scope): string | undefined {
 }
 
 /**
- * Kinds as an FTS5 column filter naming the fewer tokens: every kind but messages as `NOT kind : messages`. Each
- * token of an OR is a doclist FTS5 reads in full, bounds or not: `kind : (user OR network OR post OR comment OR
- * media)` cost 2.1 ms per count of `love` on the 1,000,000-post world, the NOT form 0.06 ms. Every document has one
- * kind, so both keep the same documents.
+ * Kinds as an FTS5 column filter: every document has one kind, so `kind : (a OR b)` and `NOT kind : c NOT kind : d`
+ * over the other kinds keep the same documents, and the filter names the side that costs less to read. With the
+ * documents of each kind known (`kindDocs`, Scope.kindDocs), the side with fewer documents: FTS5 steps through a
+ * filter's doclists to each match, and a dense one costs most (posts, 69% of a seeded world's documents: the deepest
+ * page of 20 prefixes in the posts alone took 127 ms in all as `kind : "post"` and 90 ms as `NOT` the five other
+ * kinds, the same ids; comments, 21%, 54 against 104 ms the other way; docs/search.md, "The kind filter by the
+ * documents"). Without counts, or with as many documents on each side, the side with fewer tokens: each token of an
+ * OR is a doclist FTS5 reads in full, bounds or not (`kind : (user OR network OR post OR comment OR media)` cost 2.1
+ * ms per count of `love` on the 1,000,000-post world, `NOT kind : messages` 0.06 ms).
  */
-export function kindFilter(kinds: readonly DocKind[]): FtsKinds {
+export function kindFilter(kinds: readonly DocKind[], kindDocs?: ReadonlyMap<DocKind, number>): FtsKinds {
   if (kinds.length >= DOC_KINDS.length) return {};
   const others = DOC_KINDS.filter((k) => !kinds.includes(k));
+  if (kindDocs) {
+    const docs = (of: readonly DocKind[]) => of.reduce((n, k) => n + (kindDocs.get(k) ?? 0), 0);
+    const [kept, left] = [docs(kinds), docs(others)];
+    if (kept !== left) return left < kept ? { except: others } : { only: kinds };
+  }
   return others.length < kinds.length ? { except: others } : { only: kinds };
 }
 

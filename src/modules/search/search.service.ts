@@ -37,6 +37,7 @@ import {
 } from './search.repository.ts';
 import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
 import { compactIndex, rebuildIndex } from './search-index.repository.ts';
+import { withKindDocs } from './search-kind-docs.service.ts';
 import {
   findHashtagsByPrefix,
   findNameCandidates,
@@ -190,13 +191,14 @@ async function searchDocs(
   most = searchTuning.rankedCandidates,
 ) {
   if (match.terms.length === 0) return [];
-  const page = await exactDocs(ctx, match, scope, order, window, most);
+  const counted = await withKindDocs(ctx, scope);
+  const page = await exactDocs(ctx, match, counted, order, window, most);
   if (!scope.kinds.some((k) => k === 'user' || k === 'network')) return page;
   return withTypos(
     window,
     page,
-    () => exactDocs(ctx, match, scope, order, { offset: 0, limit: TYPO_WHEN_FEWER_THAN }, most),
-    (exact) => docTypos(ctx, match.terms, scope, exact),
+    () => exactDocs(ctx, match, counted, order, { offset: 0, limit: TYPO_WHEN_FEWER_THAN }, most),
+    (exact) => docTypos(ctx, match.terms, counted, exact),
   );
 }
 

@@ -1,0 +1,139 @@
+// SQLite's FTS5 kind filter names the side of the kinds with fewer documents, counted per app (withKindDocs): where
+// posts are most of the documents, `NOT` the other kinds reads fewer doclist entries than `kind : "post"`, and the
+// other way round once comments outnumber them (docs/search.md, "The kind filter by the documents"). Either side
+// keeps the same documents: every page of each `/search/types` column is compared with the items the test made, and
+// the statements show which side the filter names as the counts change. PostgreSQL has no such filter and must
+// answer the same.
+import assert from 'node:assert/strict';
+import { after, before, describe, it, mock } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createQueryId } from 'kysely';
+import { searchTypes } from '../../src/modules/search/search.service.ts';
+import { KIND_DOCS_MAX_AGE_MS } from '../../src/modules/search/search-kind-docs.service.ts';
+import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
+import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { call, getFresh } from './world.ts';
+
+// Past 5 ranked candidates (1 per column of /search/types) every page is the walk's own.
+const TUNING = { rankedCandidates: 5, recentDocs: 40 };
+const POSTS = 24;
+const FIRST_COMMENTS = 3;
+const MORE_COMMENTS = 40;
+const PARAMS = { query: 'quince', order: 'created_at', limit: 100 };
+// The other kinds as the filter names them, in DOC_KINDS order (a guest's walk leaves messages out either way).
+const NOT_POSTS = 'NOT kind : ("user" OR "network" OR "comment" OR "media" OR "messages")';
+const NOT_COMMENTS = 'NOT kind : ("user" OR "network" OR "post" OR "media" OR "messages")';
+
+for (const dialect of testDialects()) {
+  describe(`search: the kind filter by the documents of each kind [${dialect.name}]`, () => {
+    let t: TestApp;
+    let author: TestUser;
+    const standard = { ...searchTuning };
+    // Newest first, as `order=created_at` lists them.
+    const posts: string[] = [];
+    const comments: string[] = [];
+
+    const comment = async (text: string) => {
+      const made = await call(t, 'POST', `/posts/${posts[0]}/comments`, author.token, { body: text });
+      comments.unshift(made.uuid);
+    };
+    /** Every item of one column of `/search/types`, read 3 at a time through HTTP. */
+    const column = async (kind: string) => {
+      const all: string[] = [];
+      for (let offset = 0; ; offset += 3) {
+        const url = `/search/types?query=quince&order=created_at&limit=3&offset=${offset}`;
+        const page = ((await getFresh(t, url, t.guest))[kind] ?? []) as { uuid: string }[];
+        all.push(...page.map((i) => i.uuid));
+        if (page.length < 3) return all;
+      }
+    };
+
+    before(async () => {
+      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+      Object.assign(searchTuning, TUNING);
+      author = await t.createUser('quinn');
+      for (let i = 0; i < POSTS; i++) {
+        posts.unshift((await call(t, 'POST', '/posts', author.token, { body: `quince tart ${i}` })).uuid);
+      }
+      for (let i = 0; i < FIRST_COMMENTS; i++) await comment(`quince jam ${i}`);
+    });
+    after(async () => {
+      Object.assign(searchTuning, standard);
+      await t?.close();
+    });
+
+    it('every page of the posts and comments columns holds each item once, newest first', async () => {
+      assert.deepEqual(await column('post'), posts);
+      assert.deepEqual(await column('comment'), comments);
+    });
+
+    it('SQLite names the posts by the other kinds while they are most documents, and by their own once comments outnumber them', {
+      skip: dialect.name !== 'sqlite',
+    }, async () => {
+      mock.timers.enable({ apis: ['Date'], now: Date.now() });
+      try {
+        // Its own reading database: its counts are taken on its first search, as an app's are.
+        const { db, nodes } = recordingQueries(t.ctx.readDb);
+        const ctx = { ...t.ctx, readDb: db };
+        const filters = async () => {
+          nodes.length = 0;
+          const found = await searchTypes(ctx, null, PARAMS);
+          const texts = nodes
+            .flatMap((node) => db.getExecutor().compileQuery(node, createQueryId()).parameters)
+            .filter((p): p is string => typeof p === 'string' && p.includes('{title body}'));
+          const uuids = (kind: string) => (found.data[kind] ?? []).map((i: { uuid: string }) => i.uuid);
+          return { texts, posts: uuids('post'), comments: uuids('comment') };
+        };
+        // 24 posts against 1 user and 3 comments.
+        const first = await filters();
+        assert.ok(
+          first.texts.some((text) => text.includes(NOT_POSTS)),
+          first.texts.join('\n'),
+        );
+        assert.ok(!first.texts.some((text) => text.includes('kind : ("post")')), first.texts.join('\n'));
+        assert.ok(
+          first.texts.some((text) => text.includes('kind : ("comment")')),
+          first.texts.join('\n'),
+        );
+        assert.deepEqual(first.posts, posts);
+
+        // 43 comments and 1 user against 24 posts; the counts are taken again only once they are due.
+        for (let i = 0; i < MORE_COMMENTS; i++) await comment(`quince curd ${i}`);
+        const due = await filters();
+        assert.ok(
+          due.texts.some((text) => text.includes(NOT_POSTS)),
+          due.texts.join('\n'),
+        );
+        assert.deepEqual(due.comments, comments);
+
+        mock.timers.tick(KIND_DOCS_MAX_AGE_MS + 1);
+        // This search starts the new count and goes on with the last one; a later one finds it.
+        let later = await filters();
+        for (let i = 0; i < 200 && !later.texts.some((text) => text.includes('kind : ("post")')); i++) {
+          await sleep(10);
+          later = await filters();
+        }
+        assert.ok(
+          later.texts.some((text) => text.includes('kind : ("post")')),
+          later.texts.join('\n'),
+        );
+        assert.ok(
+          later.texts.some((text) => text.includes(NOT_COMMENTS)),
+          later.texts.join('\n'),
+        );
+        assert.deepEqual(later.posts, posts);
+        assert.deepEqual(later.comments, comments);
+      } finally {
+        mock.timers.reset();
+      }
+    });
+
+    it('after the comments, every page of each column still holds each item once', async () => {
+      if (comments.length === FIRST_COMMENTS) {
+        for (let i = 0; i < MORE_COMMENTS; i++) await comment(`quince curd ${i}`);
+      }
+      assert.deepEqual(await column('post'), posts);
+      assert.deepEqual(await column('comment'), comments);
+    });
+  });
+}
