@@ -135,5 +135,33 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await column('post'), posts);
       assert.deepEqual(await column('comment'), comments);
     });
+
+    it('a deep page past the posts left after deletes is empty, though the counts taken before still hold them', async () => {
+      // Its own reading database, counted now: 24 posts, more than twice the offset.
+      const { db, nodes } = recordingQueries(t.ctx.readDb);
+      const ctx = { ...t.ctx, readDb: db };
+      // Relevance: past the ranked candidates (1 per column) the page is the walk's, newest first.
+      const deep = { query: 'quince', offset: 6, limit: 3 };
+      const before = await searchTypes(ctx, null, deep);
+      assert.deepEqual(
+        before.data.post?.map((i: { uuid: string }) => i.uuid),
+        posts.slice(6, 9),
+      );
+      // The oldest 20 go; the comments are on the newest, which stays.
+      for (const uuid of posts.splice(4)) await call(t, 'POST', `/posts/${uuid}/delete`, author.token);
+      nodes.length = 0;
+      const after = await searchTypes(ctx, null, deep);
+      assert.deepEqual(after.data.post, []);
+      assert.deepEqual((await getFresh(t, '/search/types?query=quince&limit=3&offset=6', t.guest)).post, []);
+      assert.deepEqual(await column('post'), posts);
+      if (dialect.name === 'sqlite') {
+        // The posts were counted at more than twice the offset, so they are not counted again; the one user still is.
+        const counts = nodes
+          .map((node) => db.getExecutor().compileQuery(node, createQueryId()))
+          .filter((q) => q.sql.includes('select 1 from search_docs'));
+        assert.ok(counts.some((q) => q.parameters.includes('user')));
+        assert.ok(!counts.some((q) => q.parameters.includes('post')));
+      }
+    });
   });
 }
