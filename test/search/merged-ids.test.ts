@@ -1,13 +1,27 @@
-// A deep page with English stemming (two FTS5 tables) and a signed-in caller's deep walk merge lists of ids, each in
-// the walk's order, into one without repeats (docs/search.md, "Deep pages"). The pages themselves are compared with
-// the matches in scope through HTTP in deep-pages, restricted-apart and scope-tokens; this checks the merge alone.
+// A deep page with English stemming (two FTS5 tables) and a signed-in caller's deep walk read lists of ids from
+// group_concat texts and merge them, each in the walk's order, into one without repeats (docs/search.md, "Deep
+// pages"). The pages themselves are compared with the matches in scope through HTTP in deep-pages, restricted-apart
+// and scope-tokens; this checks the reading and the merge alone.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { mergedIds } from '../../src/modules/search/search-walk.repository.ts';
+import { mergedIds, parsedIds } from '../../src/modules/search/search-walk.repository.ts';
 
 /** The merge as a set, sorted: what mergedIds must equal. */
 const expected = (lists: number[][], direction: 'asc' | 'desc') =>
   [...new Set(lists.flat())].sort((a, b) => (direction === 'asc' ? a - b : b - a));
+
+describe('parsedIds', () => {
+  it('reads the ids of a group_concat text, none from an empty one', () => {
+    assert.deepEqual(parsedIds('1456148,1456100,7,0'), [1456148, 1456100, 7, 0]);
+    assert.deepEqual(parsedIds(''), []);
+    assert.deepEqual(parsedIds('42'), [42]);
+  });
+
+  it('refuses anything but digits and commas', () => {
+    assert.throws(() => parsedIds('12,-3'), /holds "-"/);
+    assert.throws(() => parsedIds('12,3.5'), /holds "\."/);
+  });
+});
 
 describe('mergedIds', () => {
   it('merges lists in a walk order, newest first or oldest first, an id in several lists once', () => {
