@@ -161,7 +161,9 @@ export async function mayHaveMoreThan(
  * leaving the count out costs speed at worst, never an item.
  */
 function surelyMoreDocs(scope: Scope, n: number): boolean {
-  const counted = scope.kinds.reduce((sum, k) => sum + (scope.kindDocs?.get(k) ?? 0), 0);
+  // A guest sees no message, so messages do not count for a guest.
+  const seen = scope.kinds.filter((k) => scope.viewer !== null || k !== 'messages');
+  const counted = seen.reduce((sum, k) => sum + (scope.kindDocs?.get(k) ?? 0), 0);
   return counted > 2 * (n + 1);
 }
 

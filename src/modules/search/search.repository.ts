@@ -145,23 +145,24 @@ export function contentLanguage(scope: Scope): string | undefined {
 }
 
 /**
- * Kinds as an FTS5 column filter: every document has one kind, so `kind : (a OR b)` and `NOT kind : c NOT kind : d`
- * over the other kinds keep the same documents, and the filter names the side that costs less to read. With the
- * documents of each kind known (`kindDocs`, Scope.kindDocs), the side with fewer documents: FTS5 steps through a
- * filter's doclists to each match, and a dense one costs most (posts, 69% of a seeded world's documents: the deepest
- * page of 20 prefixes in the posts alone took 127 ms in all as `kind : "post"` and 90 ms as `NOT` the five other
- * kinds, the same ids; comments, 21%, 54 against 104 ms the other way; docs/search.md, "The kind filter by the
- * documents"). Without counts, or with as many documents on each side, the side with fewer tokens: each token of an
- * OR is a doclist FTS5 reads in full, bounds or not (`kind : (user OR network OR post OR comment OR media)` cost 2.1
- * ms per count of `love` on the 1,000,000-post world, `NOT kind : messages` 0.06 ms).
+ * Kinds as an FTS5 column filter: every document has one kind, so `kind : (a OR b)` and `NOT kind : (c OR d)` over
+ * the other kinds keep the same documents, and the filter names the side that costs less to read. As a rule the side
+ * with fewer tokens: each token of a positive OR is a doclist FTS5 reads in full, bounds or not (`kind : (user OR
+ * network OR post OR comment OR media)` cost 2.1 ms per count of `love` on the 1,000,000-post world, `NOT kind :
+ * messages` 0.06 ms). One kind is a single token, and there the documents decide when they are known (`kindDocs`,
+ * Scope.kindDocs): FTS5 steps through the filter's doclist to each match, and a dense one costs most. Posts, 69% of a
+ * seeded world's documents: the deepest page of 20 prefixes in the posts alone took 127 ms in all as `kind :
+ * ("post")` and 90 ms as `NOT` the five other kinds, the same ids; comments, 21%, 54 against 104 ms the other way
+ * (docs/search.md, "The kind filter by the documents (SQLite)").
  */
 export function kindFilter(kinds: readonly DocKind[], kindDocs?: ReadonlyMap<DocKind, number>): FtsKinds {
   if (kinds.length >= DOC_KINDS.length) return {};
   const others = DOC_KINDS.filter((k) => !kinds.includes(k));
-  if (kindDocs) {
-    const docs = (of: readonly DocKind[]) => of.reduce((n, k) => n + (kindDocs.get(k) ?? 0), 0);
-    const [kept, left] = [docs(kinds), docs(others)];
-    if (kept !== left) return left < kept ? { except: others } : { only: kinds };
+  const [kind] = kinds;
+  if (kindDocs && kinds.length === 1 && kind !== undefined) {
+    const kept = kindDocs.get(kind) ?? 0;
+    const left = others.reduce((n, k) => n + (kindDocs.get(k) ?? 0), 0);
+    return left < kept ? { except: others } : { only: kinds };
   }
   return others.length < kinds.length ? { except: others } : { only: kinds };
 }
