@@ -155,10 +155,10 @@ export async function mayHaveMoreThan(
 }
 
 /**
- * Whether the documents of the scope's kinds, as counted per app (Scope.kindDocs), are more than twice `n`: so many
- * that counting them again up to n + 1 in a range of every id of the kinds (about 0.5 ms for 10,000 posts) would find
- * more than n. A narrower range, or deletes since the count, may hold fewer; the walk then finds the page empty, so
- * leaving the count out costs speed at worst, never an item.
+ * Whether the documents of the scope's kinds, as counted per app (Scope.kindDocs), are more than twice `n + 1`: so
+ * many that counting them again up to n + 1 in a range of every id of the kinds (about 0.5 ms for 10,000 posts) would
+ * find more than n. A narrower range, or deletes since the count, may hold fewer; the walk then finds the page empty,
+ * so leaving the count out costs speed at worst, never an item.
  */
 function surelyMoreDocs(scope: Scope, n: number): boolean {
   // A guest sees no message, so messages do not count for a guest.
