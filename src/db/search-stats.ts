@@ -1,4 +1,5 @@
 import { foldText } from './search-fold.ts';
+import { readWholeNumbers } from './whole-numbers.ts';
 
 /**
  * What relevance needs of a document's text (search.query.ts, relevanceScores): how many words each field has and
@@ -42,20 +43,11 @@ export function encodeTextStats(stats: TextStats): string {
  * terms than those they are scored with, or anything but digits and blanks.
  */
 export function decodeTextStats(text: string, termCount: number): TextStats {
-  const values: number[] = [];
-  let value = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 32) {
-      values.push(value);
-      value = 0;
-    } else if (c >= 48 && c <= 57) {
-      value = value * 10 + (c - 48);
-    } else {
-      throw new Error(`text statistics hold ${JSON.stringify(text[i])}: only whole numbers are written`);
-    }
-  }
-  values.push(value);
+  const values = readWholeNumbers(
+    text,
+    ' ',
+    (c) => `text statistics hold ${c}: only whole numbers are written`,
+  );
   if (values.length !== 2 + 2 * termCount) {
     throw new Error(`text statistics for ${(values.length - 2) / 2} terms scored with ${termCount}`);
   }

@@ -20,6 +20,10 @@ describe('parsedIds', () => {
   it('refuses anything but digits and commas', () => {
     assert.throws(() => parsedIds('12,-3'), /holds "-"/);
     assert.throws(() => parsedIds('12,3.5'), /holds "\."/);
+    // An id without a digit is no id: two commas in a row, or one at either end.
+    assert.throws(() => parsedIds('12,,3'), /holds ","/);
+    assert.throws(() => parsedIds('12,'), /holds ","/);
+    assert.throws(() => parsedIds(',12'), /holds ","/);
   });
 });
 

@@ -5,6 +5,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
 import { restrictedVisibility } from '../../db/migrations/0031-search-restricted-index.ts';
+import { readWholeNumbers } from '../../db/whole-numbers.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { type FtsKinds, partyToken } from './search.query.ts';
 import {
@@ -513,29 +514,9 @@ async function idList(db: Db, query: RawBuilder<unknown>, limit: number): Promis
   return parsedIds(r.rows[0]?.ids ?? '');
 }
 
-/**
- * The ids of a `group_concat` text, read digit by digit: splitting 10,000 of them into strings and converting each
- * took 1.0 ms of the event loop, this 0.26. Throws on anything but digits and commas, which an id list never holds.
- */
+/** The ids of a `group_concat` text (readWholeNumbers: 0.26 ms for 10,000 where split and Number took 1.0). */
 export function parsedIds(text: string): number[] {
-  const ids: number[] = [];
-  let value = 0;
-  let digits = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 44) {
-      if (digits) ids.push(value);
-      value = 0;
-      digits = false;
-    } else if (c >= 48 && c <= 57) {
-      value = value * 10 + (c - 48);
-      digits = true;
-    } else {
-      throw new Error(`a list of ids holds ${JSON.stringify(text[i])}`);
-    }
-  }
-  if (digits) ids.push(value);
-  return ids;
+  return readWholeNumbers(text, ',', (c) => `a list of ids holds ${c}`);
 }
 
 /**
