@@ -13,7 +13,14 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import { failedAhead, prefixedText, prefixMark } from './prepared-statements.ts';
+import {
+  type AheadStatement,
+  failedAhead,
+  isDeferred,
+  pipelinedText,
+  prefixedText,
+  prefixMark,
+} from './prepared-statements.ts';
 
 /** Kysely's options of a driver call that can be aborted (not exported by name). */
 type AbortableOperationOptions = Parameters<Driver['init']>[0];
@@ -92,6 +99,11 @@ class Lane {
    * may be missing, so undoing to `group_member` could undo its predecessor instead. The group is rolled back.
    */
   aheadFailed: unknown;
+  /**
+   * The running member's deferred writes (DEFERRED_MARK) not sent yet: they go ahead of its next statement, or at its
+   * end in a round trip of their own, so a post's insert travels with the write after it.
+   */
+  deferred: AheadStatement[] = [];
   held = false;
   readonly queue: (() => void)[] = [];
   members: Waiter[] = [];
@@ -149,17 +161,39 @@ export class PgGroupCommitter {
     return lane;
   }
 
-  /** Runs a statement of the member holding `lane`, behind what is pending on its connection. */
+  /**
+   * Runs a statement of the member holding `lane`, behind what is pending on its connection. A deferred write
+   * (DEFERRED_MARK) is only queued: it answers at once with no rows and goes ahead of the member's next statement.
+   */
   execute<R>(lane: Lane, query: CompiledQuery): Promise<QueryResult<R>> {
+    if (isDeferred(query.sql)) {
+      lane.deferred.push({ sql: query.sql, parameters: query.parameters });
+      return Promise.resolve({ rows: [] });
+    }
+    return this.#send<R>(lane, query);
+  }
+
+  /** Sends the member's deferred writes, if any, in one round trip: the last one behind the others. */
+  async flush(lane: Lane): Promise<void> {
+    const last = lane.deferred.pop();
+    if (last !== undefined) await this.#send(lane, CompiledQuery.raw(last.sql, [...last.parameters]));
+  }
+
+  #send<R>(lane: Lane, query: CompiledQuery): Promise<QueryResult<R>> {
     const pending = lane.pending;
+    const deferred = lane.deferred;
     lane.pending = undefined;
-    if (pending === undefined) return (lane.connection as DatabaseConnection).executeQuery<R>(query);
-    return (lane.connection as DatabaseConnection)
-      .executeQuery<R>({ ...query, sql: prefixedText(pending.mark, query.sql) })
-      .catch((err: unknown) => {
-        if (failedAhead(err)) lane.aheadFailed = err;
-        throw err;
-      });
+    const connection = lane.connection as DatabaseConnection;
+    if (pending === undefined && deferred.length === 0) return connection.executeQuery<R>(query);
+    lane.deferred = [];
+    const sql =
+      deferred.length === 0
+        ? prefixedText((pending as Ahead).mark, query.sql)
+        : pipelinedText(pending?.statements, deferred, query.sql);
+    return connection.executeQuery<R>({ ...query, sql }).catch((err: unknown) => {
+      if (failedAhead(err)) lane.aheadFailed = err;
+      throw err;
+    });
   }
 
   /** Streams a statement of the member holding `lane`, after what is pending on its connection. */
@@ -168,6 +202,7 @@ export class PgGroupCommitter {
     query: CompiledQuery,
     chunkSize: number,
   ): AsyncIterableIterator<QueryResult<R>> {
+    await this.flush(lane);
     const pending = lane.pending;
     lane.pending = undefined;
     const connection = lane.connection as DatabaseConnection;
@@ -195,6 +230,8 @@ export class PgGroupCommitter {
    * there is its predecessor's.
    */
   async rollback(lane: Lane): Promise<void> {
+    // Never sent: nothing of them to undo.
+    lane.deferred = [];
     if (lane.aheadFailed !== undefined) {
       await this.#failGroup(lane, lane.aheadFailed);
     } else if (lane.pending === undefined) {
@@ -345,6 +382,16 @@ class PgGroupSession implements DatabaseConnection {
   async commit(): Promise<void> {
     const lane = this.#lane;
     if (!lane) return this.#driver.commitTransaction(this.#own as DatabaseConnection);
+    if (!this.#failed) {
+      // Writes still deferred are sent before the member joins its group's COMMIT; if one fails, Kysely rolls the
+      // member back (its savepoint) as for any failed statement.
+      try {
+        await this.#committer.flush(lane);
+      } catch (err) {
+        this.#failed = true;
+        throw err;
+      }
+    }
     this.#lane = undefined;
     if (this.#failed) {
       // As PostgreSQL and Kysely do with COMMIT after an error: the member is rolled back, and told so.

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { sql } from 'kysely';
 import pg from 'pg';
 
@@ -16,6 +17,22 @@ export const PREPARED_MARK = '/* prepared */';
 
 /** PREPARED_MARK for a select's `modifyFront`. */
 export const PREPARED = sql.raw(PREPARED_MARK);
+
+/**
+ * A comment that ends a write whose outcome its caller does not read (no rows, no count): inside a grouped
+ * transaction on PostgreSQL it may wait to be sent ahead of the transaction's next statement, in the same round trip
+ * (src/db/pg-group-commit.ts, `deferred`). Its failure then fails that statement, or the commit, as its own would.
+ * Elsewhere the statement runs at once, as any other.
+ */
+export const DEFERRED_MARK = '/* deferred */';
+
+/** DEFERRED_MARK for a write's `modifyEnd`. */
+export const DEFERRED = sql.raw(DEFERRED_MARK);
+
+/** Whether a compiled statement may wait for the next one (DEFERRED_MARK). */
+export function isDeferred(text: string): boolean {
+  return text.endsWith(DEFERRED_MARK);
+}
 
 // How a marked select starts (modifyFront puts the comment right after `select`).
 const MARKED_SELECT = `select ${PREPARED_MARK}`;
@@ -83,8 +100,39 @@ export function prefixedText(mark: string, text: string): string {
   return mark + text;
 }
 
+/** A statement sent ahead of another with values of its own (a deferred write). */
+export interface AheadStatement {
+  sql: string;
+  parameters: readonly unknown[];
+}
+
+/**
+ * `text` to be sent behind `setup` (statements without values, as prefixMark's) and then `deferred` (statements with
+ * values, whose outcome nobody reads), all in one write and one round trip. The mark names a one-time entry, taken
+ * when the query is sent: a failure of a setup statement sets failedAhead, one of a deferred statement does not (the
+ * setup, a savepoint, is then in place).
+ */
+export function pipelinedText(
+  setup: readonly string[] | undefined,
+  deferred: readonly AheadStatement[],
+  text: string,
+): string {
+  const mark = `${MARK_START}:${nextPipeline++}@@ `;
+  pipelines.set(mark, { setup: setup ?? [], deferred });
+  return mark + text;
+}
+
 const marks = new Map<string, string>();
 const prefixes = new Map<string, readonly string[]>();
+// One-time entries of pipelinedText, removed when their query is sent (or refused).
+const pipelines = new Map<string, Pipeline>();
+let nextPipeline = 0;
+
+/** What goes ahead of a query: statements without values, then statements with values. */
+interface Pipeline {
+  setup: readonly string[];
+  deferred: readonly AheadStatement[];
+}
 // Every mark starts so; nothing else the application sends does.
 const MARK_START = '@@prefix';
 
@@ -103,6 +151,8 @@ interface PgQueryInternals {
   name?: string;
   prepare(connection: PgConnection): void;
   hasBeenParsed(connection: PgConnection): boolean;
+  handleRowDescription(msg: unknown): void;
+  handleDataRow(msg: unknown): void;
   handleCommandComplete(msg: unknown, connection: PgConnection): void;
   handleError(err: unknown, connection: PgConnection): void;
   handleReadyForQuery(connection: PgConnection): void;
@@ -111,6 +161,11 @@ interface PgQueryInternals {
 const PgQuery = pg.Query as unknown as new (
   config: pg.QueryConfig & { callback?: unknown },
 ) => PgQueryInternals;
+
+// node-postgres's conversion of a bound value to its wire text, as its own queries apply it (not typed by @types/pg).
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
+  prepareValue: (value: unknown) => unknown;
+};
 
 /**
  * Whether a query sent behind statements (prefixMark) failed before all of them had answered: one of them may not
@@ -121,13 +176,21 @@ export function failedAhead(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { failedAhead?: unknown }).failedAhead === true;
 }
 
+/** A statement sent ahead, its values already converted as node-postgres converts a query's. */
+interface SentAhead {
+  text: string;
+  values?: unknown[];
+}
+
 /**
  * A query sent behind some statements without a Sync between them: one write, one ReadyForQuery, one round trip.
  * The server runs the statements first and skips the rest up to the Sync when one fails, so the query then fails
- * with that error (failedAhead). Their CommandComplete messages are not the query's results.
+ * with that error (failedAhead when a setup statement is among those that did not answer). Their CommandComplete
+ * messages are not the query's results; a deferred write returns no rows, and any it did return would be dropped.
  */
 class PrefixedQuery extends PgQuery {
-  readonly #prefix: readonly string[];
+  readonly #prefix: readonly SentAhead[];
+  readonly #setup: number;
   #unanswered: number;
   #parsedBefore = true;
   #parses = 0;
@@ -135,9 +198,10 @@ class PrefixedQuery extends PgQuery {
     this.#parses++;
   };
 
-  constructor(prefix: readonly string[], config: pg.QueryConfig & { callback: unknown }) {
+  constructor(prefix: readonly SentAhead[], setup: number, config: pg.QueryConfig & { callback: unknown }) {
     super(config);
     this.#prefix = prefix;
+    this.#setup = setup;
     this.#unanswered = prefix.length;
   }
 
@@ -150,12 +214,20 @@ class PrefixedQuery extends PgQuery {
     // node-postgres files the first ParseComplete, the prefix's, under the query's name: counted to tell whether the
     // query's own Parse went through.
     if (!this.#parsedBefore) connection.on('parseComplete', this.#countParse);
-    for (const text of this.#prefix) {
+    for (const { text, values } of this.#prefix) {
       connection.parse({ text });
-      connection.bind({});
+      connection.bind(values ? { values } : {});
       connection.execute({});
     }
     super.prepare(connection);
+  }
+
+  override handleRowDescription(msg: unknown): void {
+    if (this.#unanswered === 0) super.handleRowDescription(msg);
+  }
+
+  override handleDataRow(msg: unknown): void {
+    if (this.#unanswered === 0) super.handleDataRow(msg);
   }
 
   override handleCommandComplete(msg: unknown, connection: PgConnection): void {
@@ -176,9 +248,41 @@ class PrefixedQuery extends PgQuery {
     // The server skipped or refused the query's own Parse: it holds no statement of that name.
     if (!this.#parsedBefore && this.name && this.#parses <= this.#prefix.length)
       delete connection.parsedStatements[this.name];
-    if (this.#unanswered > 0 && typeof err === 'object' && err !== null)
+    const answered = this.#prefix.length - this.#unanswered;
+    if (answered < this.#setup && typeof err === 'object' && err !== null)
       Object.assign(err, { failedAhead: true });
     super.handleError(err, connection);
+  }
+}
+
+/** What a PrefixedQuery sends ahead, the first `setup` of them statements without values (failedAhead's). */
+interface Prefix {
+  ahead: readonly SentAhead[];
+  setup: number;
+}
+
+/**
+ * The statements a mark stands for: a constant prefix (prefixMark), or a one-time pipeline (pipelinedText), taken
+ * here. A deferred value node-postgres cannot convert fails the query as not sent: failedAhead, since the setup
+ * statements ahead of it were not sent either.
+ */
+function prefixOf(mark: string): Prefix | undefined {
+  const constant = prefixes.get(mark);
+  if (constant !== undefined) return { ahead: constant.map((text) => ({ text })), setup: constant.length };
+  const pipeline = pipelines.get(mark);
+  if (pipeline === undefined) return undefined;
+  pipelines.delete(mark);
+  try {
+    const deferred = pipeline.deferred.map((d) => ({
+      text: d.sql,
+      values: d.parameters.map((v) => prepareValue(v)),
+    }));
+    return {
+      ahead: [...pipeline.setup.map((text) => ({ text })), ...deferred],
+      setup: pipeline.setup.length,
+    };
+  } catch (err) {
+    throw Object.assign(err as object, { failedAhead: true });
   }
 }
 
@@ -208,14 +312,14 @@ export function prepareStatements(client: pg.PoolClient): void {
   // Texts whose named statement went stale on this connection: they run unnamed here from then on.
   const unnamed = new Set<string>();
   /** Runs a query, behind `prefix` in its round trip when given. */
-  const run = (config: pg.QueryConfig, prefix: readonly string[] | undefined) =>
+  const run = (config: pg.QueryConfig, prefix: Prefix | undefined) =>
     prefix === undefined
       ? query(config)
       : new Promise((resolve, reject) => {
           const callback = (err: unknown, result: unknown) => (err ? reject(err) : resolve(result));
-          query(new PrefixedQuery(prefix, { ...config, callback }));
+          query(new PrefixedQuery(prefix.ahead, prefix.setup, { ...config, callback }));
         });
-  const runNamed = async (name: string, text: string, values: unknown[], prefix?: readonly string[]) => {
+  const runNamed = async (name: string, text: string, values: unknown[], prefix?: Prefix) => {
     const outside = !prefix && !inTransaction();
     try {
       return await run({ name, text, values }, prefix);
@@ -227,10 +331,10 @@ export function prepareStatements(client: pg.PoolClient): void {
     }
   };
   const named: Query = (config, values, callback) => {
-    let prefix: readonly string[] | undefined;
+    let prefix: Prefix | undefined;
     if (typeof config === 'string' && config.startsWith(MARK_START)) {
       const end = config.indexOf('@@ ', MARK_START.length) + 3;
-      prefix = prefixes.get(config.slice(0, end));
+      prefix = prefixOf(config.slice(0, end));
       if (prefix === undefined || callback !== undefined) throw new Error('unknown statement prefix mark');
       config = config.slice(end);
     }

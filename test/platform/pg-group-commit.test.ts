@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
+import { DEFERRED } from '../../src/db/prepared-statements.ts';
 import { testDialects } from '../helper.ts';
 
 interface Scratch {
@@ -33,8 +34,19 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     let nextId = 0;
     const insert = (trx: Kysely<Scratch>, label: string) =>
       trx.insertInto('item').values({ id: ++nextId, label }).execute();
+    /** An insert whose outcome nobody reads: it may wait for the member's next statement (DEFERRED). */
+    const insertDeferred = (trx: Kysely<Scratch>, label: string, id = ++nextId) =>
+      trx.insertInto('item').values({ id, label }).modifyEnd(DEFERRED).execute();
+    // Queries the pool's clients send, counted while `counting` (node-postgres's query, wrapped before they connect).
+    const originalQuery = pg.Client.prototype.query;
+    let counting = false;
+    let sent = 0;
 
     before(async () => {
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        if (counting) sent++;
+        return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof originalQuery;
       const created = await dialect.create();
       drop = created.drop;
       // One lane, so queued transactions join one group deterministically; a long cap, so only an empty queue commits.
@@ -58,9 +70,76 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await other.connect();
     });
     after(async () => {
+      pg.Client.prototype.query = originalQuery;
       await other?.end();
       await handle?.db.destroy();
       await drop?.();
+    });
+
+    it('sends a deferred write with the next statement, in its round trip, and one left last before the COMMIT', async () => {
+      counting = true;
+      sent = 0;
+      const seen = await db.transaction().execute(async (trx) => {
+        await insertDeferred(trx, 'deferred-read');
+        // The read goes behind the insert in the same write: it sees the row.
+        return (
+          await trx.selectFrom('item').select('label').where('label', '=', 'deferred-read').execute()
+        ).map((r) => r.label);
+      });
+      const oneTrip = sent;
+      sent = 0;
+      await db.transaction().execute((trx) => insertDeferred(trx, 'deferred-last'));
+      const lastTrip = sent;
+      counting = false;
+      assert.deepEqual(seen, ['deferred-read']);
+      // BEGIN and the savepoint go with the first statement sent; the COMMIT is one more.
+      assert.equal(oneTrip, 2, 'the insert and the read in one round trip, then the COMMIT');
+      assert.equal(lastTrip, 2, 'the insert sent alone at the end of its member, then the COMMIT');
+      assert.deepEqual(await stored('deferred-'), ['deferred-read', 'deferred-last']);
+    });
+
+    it('fails only the member whose deferred write fails, whether it fails ahead of a statement or at the end', async () => {
+      const taken = ++nextId;
+      await db.transaction().execute((trx) => insert(trx, 'dup-first'));
+      await db
+        .transaction()
+        .execute((trx) =>
+          trx.updateTable('item').set({ id: taken }).where('label', '=', 'dup-first').execute(),
+        );
+      const before = stats();
+      const results = await Promise.allSettled([
+        db.transaction().execute((trx) => insertDeferred(trx, 'dup-kept-a')),
+        // The duplicate fails the select it went ahead of: the member fails with the insert's error.
+        db.transaction().execute(async (trx) => {
+          await insertDeferred(trx, 'dup-ahead', taken);
+          await trx.selectFrom('item').select('label').execute();
+        }),
+        // Sent at the member's end: its commit fails with the insert's error.
+        db.transaction().execute((trx) => insertDeferred(trx, 'dup-last', taken)),
+        // Queued, then given up: never sent, nothing to undo.
+        db.transaction().execute(async (trx) => {
+          await insertDeferred(trx, 'dup-given-up');
+          throw new Error('gave up');
+        }),
+        db.transaction().execute(async (trx) => {
+          await insertDeferred(trx, 'dup-kept-b');
+          await insert(trx, 'dup-kept-c');
+        }),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['fulfilled', 'rejected', 'rejected', 'rejected', 'fulfilled'],
+      );
+      for (const i of [1, 2]) assert.equal((results[i] as PromiseRejectedResult).reason.code, '23505');
+      assert.deepEqual(await stored('dup-'), ['dup-first', 'dup-kept-a', 'dup-kept-b', 'dup-kept-c']);
+      const after = stats();
+      assert.equal(after.failedGroups, before.failedGroups, 'no group was lost for a member');
+      assert.equal(after.committedMembers - before.committedMembers, 2);
+    });
+
+    it('runs a deferred write at once outside a transaction', async () => {
+      await insertDeferred(db, 'outside-deferred');
+      assert.deepEqual(await stored('outside-deferred'), ['outside-deferred']);
     });
 
     it('runs queued transactions in one COMMIT and answers each only once it is committed', async () => {
