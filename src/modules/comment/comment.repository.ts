@@ -1,11 +1,12 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import { DEFERRED } from '../../db/prepared-statements.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import type { CommentTable } from './comment.table.ts';
 
-/** Stores a new comment row. */
+/** Stores a new comment row; nothing is read back, so it may travel with the next statement (DEFERRED). */
 export async function insertComment(db: Db, row: Insertable<CommentTable>): Promise<void> {
-  await db.insertInto('comments').values(row).execute();
+  await db.insertInto('comments').values(row).modifyEnd(DEFERRED).execute();
 }
 
 /** A comment row by uuid, whoever may see it; `forUpdate` locks it until the transaction ends (PostgreSQL only). */
