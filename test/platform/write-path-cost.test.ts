@@ -634,8 +634,15 @@ for (const dialect of testDialects()) {
         { uuid: record.uuid, points: Number(record.points), event: record.event },
       );
       // Read again: nothing was committed since, so the record comes from the exact read cache; asked with
-      // Cache-Control: no-cache it is read anew.
-      assert.equal((await read(author.token)).reads.length, 0);
+      // Cache-Control: no-cache it is read anew. PostgreSQL's data version is the server's snapshot, which commits in
+      // other databases (test files running at the same time) move too: the pair is read again until none came
+      // between its two reads.
+      let cachedReads = 1;
+      for (let i = 0; i < 5 && cachedReads > 0; i++) {
+        await read(author.token);
+        cachedReads = (await read(author.token)).reads.length;
+      }
+      assert.equal(cachedReads, 0);
       log.statements.length = 0;
       const fresh = await injectWithToken(app, {
         method: 'GET',
