@@ -15,11 +15,13 @@ import {
 } from 'kysely';
 import {
   type AheadStatement,
+  discardPipeline,
   failedAhead,
   isDeferred,
   pipelinedText,
   prefixedText,
   prefixMark,
+  sentValues,
 } from './prepared-statements.ts';
 
 /** Kysely's options of a driver call that can be aborted (not exported by name). */
@@ -167,16 +169,29 @@ export class PgGroupCommitter {
    */
   execute<R>(lane: Lane, query: CompiledQuery): Promise<QueryResult<R>> {
     if (isDeferred(query.sql)) {
-      lane.deferred.push({ sql: query.sql, parameters: query.parameters });
+      try {
+        lane.deferred.push({ sql: query.sql, values: sentValues(query.parameters) });
+      } catch (err) {
+        return Promise.reject(err);
+      }
       return Promise.resolve({ rows: [] });
     }
     return this.#send<R>(lane, query);
   }
 
-  /** Sends the member's deferred writes, if any, in one round trip: the last one behind the others. */
+  /**
+   * Sends the member's deferred writes, if any, in one round trip: the last one behind the others. Writes deferred
+   * while one is in flight (not awaited by the member) go in the next.
+   */
   async flush(lane: Lane): Promise<void> {
-    const last = lane.deferred.pop();
-    if (last !== undefined) await this.#send(lane, CompiledQuery.raw(last.sql, [...last.parameters]));
+    for (let last = lane.deferred.pop(); last !== undefined; last = lane.deferred.pop()) {
+      await this.#send(lane, CompiledQuery.raw(last.sql, [...last.values]));
+    }
+  }
+
+  /** Forgets the member's deferred writes: a rollback to any of its savepoints undoes them (all came after it). */
+  dropDeferred(lane: Lane): void {
+    lane.deferred = [];
   }
 
   #send<R>(lane: Lane, query: CompiledQuery): Promise<QueryResult<R>> {
@@ -191,6 +206,7 @@ export class PgGroupCommitter {
         ? prefixedText((pending as Ahead).mark, query.sql)
         : pipelinedText(pending?.statements, deferred, query.sql);
     return connection.executeQuery<R>({ ...query, sql }).catch((err: unknown) => {
+      discardPipeline(sql);
       if (failedAhead(err)) lane.aheadFailed = err;
       throw err;
     });
@@ -266,6 +282,8 @@ export class PgGroupCommitter {
   }
 
   #handOff(lane: Lane): void {
+    // A member is done: whatever it deferred was sent or undone with it, never the next member's.
+    lane.deferred = [];
     const next = lane.queue.shift();
     if (next) {
       next();
@@ -411,6 +429,11 @@ class PgGroupSession implements DatabaseConnection {
     await this.#committer.rollback(lane);
   }
 
+  /** Forgets the member's deferred writes, which a rollback to one of its savepoints is about to undo. */
+  dropDeferred(): void {
+    if (this.#lane) this.#committer.dropDeferred(this.#lane);
+  }
+
   /** Clears the failure a savepoint of the member's own undid. */
   undidToSavepoint(): void {
     this.#failed = false;
@@ -498,6 +521,7 @@ class PgGroupCommitDriver implements Driver {
     name: string,
     compile: QueryCompiler['compileQuery'],
   ): Promise<void> {
+    (connection as PgGroupSession).dropDeferred();
     await this.#inner.rollbackToSavepoint(connection, name, compile);
     (connection as PgGroupSession).undidToSavepoint();
   }

@@ -3,6 +3,11 @@ import { createRequire } from 'node:module';
 import { sql } from 'kysely';
 import pg from 'pg';
 
+// node-postgres's conversion of a bound value to its wire text, as its own queries apply it (not typed by @types/pg).
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
+  prepareValue: (value: unknown) => unknown;
+};
+
 /** How many distinct statements one process prepares at most; later ones run unnamed, as before. */
 export const MAX_PREPARED = 256;
 
@@ -100,17 +105,25 @@ export function prefixedText(mark: string, text: string): string {
   return mark + text;
 }
 
-/** A statement sent ahead of another with values of its own (a deferred write). */
+/** A statement sent ahead of another with values of its own (a deferred write), converted by sentValues. */
 export interface AheadStatement {
   sql: string;
-  parameters: readonly unknown[];
+  values: readonly unknown[];
+}
+
+/**
+ * A statement's values as node-postgres converts a query's own for the wire (its `prepareValue`). Done when a write
+ * is deferred, so a value it cannot convert fails the statement that deferred it, before anything is queued.
+ */
+export function sentValues(parameters: readonly unknown[]): unknown[] {
+  return parameters.map((v) => prepareValue(v));
 }
 
 /**
  * `text` to be sent behind `setup` (statements without values, as prefixMark's) and then `deferred` (statements with
  * values, whose outcome nobody reads), all in one write and one round trip. The mark names a one-time entry, taken
- * when the query is sent: a failure of a setup statement sets failedAhead, one of a deferred statement does not (the
- * setup, a savepoint, is then in place).
+ * when the query is sent (or dropped by discardPipeline if it never is): a failure of a setup statement sets
+ * failedAhead, one of a deferred statement does not (the setup, a savepoint, is then in place).
  */
 export function pipelinedText(
   setup: readonly string[] | undefined,
@@ -120,6 +133,12 @@ export function pipelinedText(
   const mark = `${MARK_START}:${nextPipeline++}@@ `;
   pipelines.set(mark, { setup: setup ?? [], deferred });
   return mark + text;
+}
+
+/** Drops the one-time entry of a pipelinedText whose query failed, if it was never sent. */
+export function discardPipeline(text: string): void {
+  if (!text.startsWith(MARK_START)) return;
+  pipelines.delete(text.slice(0, text.indexOf('@@ ', MARK_START.length) + 3));
 }
 
 const marks = new Map<string, string>();
@@ -161,11 +180,6 @@ interface PgQueryInternals {
 const PgQuery = pg.Query as unknown as new (
   config: pg.QueryConfig & { callback?: unknown },
 ) => PgQueryInternals;
-
-// node-postgres's conversion of a bound value to its wire text, as its own queries apply it (not typed by @types/pg).
-const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
-  prepareValue: (value: unknown) => unknown;
-};
 
 /**
  * Whether a query sent behind statements (prefixMark) failed before all of them had answered: one of them may not
@@ -261,29 +275,15 @@ interface Prefix {
   setup: number;
 }
 
-/**
- * The statements a mark stands for: a constant prefix (prefixMark), or a one-time pipeline (pipelinedText), taken
- * here. A deferred value node-postgres cannot convert fails the query as not sent: failedAhead, since the setup
- * statements ahead of it were not sent either.
- */
+/** The statements a mark stands for: a constant prefix (prefixMark), or a one-time pipeline (pipelinedText), taken here. */
 function prefixOf(mark: string): Prefix | undefined {
   const constant = prefixes.get(mark);
   if (constant !== undefined) return { ahead: constant.map((text) => ({ text })), setup: constant.length };
   const pipeline = pipelines.get(mark);
   if (pipeline === undefined) return undefined;
   pipelines.delete(mark);
-  try {
-    const deferred = pipeline.deferred.map((d) => ({
-      text: d.sql,
-      values: d.parameters.map((v) => prepareValue(v)),
-    }));
-    return {
-      ahead: [...pipeline.setup.map((text) => ({ text })), ...deferred],
-      setup: pipeline.setup.length,
-    };
-  } catch (err) {
-    throw Object.assign(err as object, { failedAhead: true });
-  }
+  const deferred = pipeline.deferred.map((d) => ({ text: d.sql, values: [...d.values] }));
+  return { ahead: [...pipeline.setup.map((text) => ({ text })), ...deferred], setup: pipeline.setup.length };
 }
 
 type Query = (...args: unknown[]) => unknown;

@@ -137,6 +137,36 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       assert.equal(after.committedMembers - before.committedMembers, 2);
     });
 
+    it('fails only its member when a deferred value cannot be sent, and drops deferred writes a savepoint undoes', async () => {
+      const before = stats();
+      const results = await Promise.allSettled([
+        db.transaction().execute((trx) => insertDeferred(trx, 'value-kept-a')),
+        db.transaction().execute(async (trx) => {
+          // node-postgres sends an object as JSON, and JSON has no BigInt: refused where it is deferred.
+          await insertDeferred(trx, { big: 1n } as unknown as string);
+          await insert(trx, 'value-unsent');
+        }),
+        db.transaction().execute((trx) => insertDeferred(trx, 'value-kept-b')),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
+      assert.match(String((results[1] as PromiseRejectedResult).reason), /BigInt/);
+      assert.deepEqual(await stored('value-'), ['value-kept-a', 'value-kept-b']);
+      assert.equal(stats().failedGroups, before.failedGroups, 'no group was lost for a member');
+
+      const trx = await db.startTransaction().execute();
+      await insert(trx, 'savepoint-before');
+      const inner = await trx.savepoint('inner').execute();
+      // A duplicate key, never sent: the rollback to the savepoint undoes it before it could fail.
+      await insertDeferred(inner, 'savepoint-undone', nextId);
+      const back = await inner.rollbackToSavepoint('inner').execute();
+      await insertDeferred(back, 'savepoint-after');
+      await back.commit().execute();
+      assert.deepEqual(await stored('savepoint-'), ['savepoint-before', 'savepoint-after']);
+    });
+
     it('runs a deferred write at once outside a transaction', async () => {
       await insertDeferred(db, 'outside-deferred');
       assert.deepEqual(await stored('outside-deferred'), ['outside-deferred']);

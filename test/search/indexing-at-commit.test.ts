@@ -121,6 +121,8 @@ for (const dialect of testDialects()) {
       const [failed] = await Promise.allSettled([
         t.ctx.db.transaction().execute(async (trx) => {
           await insertPost(trx, undone);
+          // A statement after the insert sends it (a deferred write otherwise waits for the next statement).
+          await updatePostRow(trx, undone.uuid, { body: 'rollbackword' });
           throw new Error('this transaction fails after its post was written');
         }),
         t.ctx.db.transaction().execute(async (trx) => {
