@@ -24,6 +24,39 @@ import { issueTokens, saveClient } from '../src/modules/auth/auth.service.ts';
 import { hashPassword } from '../src/modules/auth/password.ts';
 import { insertUser } from '../src/modules/user/user.repository.ts';
 
+/** A count of node-postgres's queries, one a round trip (countPgRoundTrips). */
+export interface PgRoundTrips {
+  /** Queries sent since the count started or was last reset. */
+  readonly count: number;
+  reset(): void;
+  /** Puts node-postgres's own query back. */
+  restore(): void;
+}
+
+/**
+ * Counts the queries every node-postgres client sends until `restore()`: one call is one round trip. Start it
+ * before the pool connects; a client keeps the query it had when it connected.
+ */
+export function countPgRoundTrips(): PgRoundTrips {
+  const original = pg.Client.prototype.query;
+  let count = 0;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    count++;
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof original;
+  return {
+    get count() {
+      return count;
+    },
+    reset() {
+      count = 0;
+    },
+    restore() {
+      pg.Client.prototype.query = original;
+    },
+  };
+}
+
 /** A database engine the suite runs against. */
 export interface TestDialect {
   name: 'sqlite' | 'postgres';

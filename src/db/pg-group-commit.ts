@@ -246,8 +246,6 @@ export class PgGroupCommitter {
    * there is its predecessor's.
    */
   async rollback(lane: Lane): Promise<void> {
-    // Never sent: nothing of them to undo.
-    lane.deferred = [];
     if (lane.aheadFailed !== undefined) {
       await this.#failGroup(lane, lane.aheadFailed);
     } else if (lane.pending === undefined) {
@@ -282,8 +280,9 @@ export class PgGroupCommitter {
   }
 
   #handOff(lane: Lane): void {
-    // A member is done: whatever it deferred was sent or undone with it, never the next member's.
-    lane.deferred = [];
+    // A member is done: what it deferred was sent, or was never sent and so has nothing to undo (a member that
+    // failed); never the next member's.
+    this.dropDeferred(lane);
     const next = lane.queue.shift();
     if (next) {
       next();

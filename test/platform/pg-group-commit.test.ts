@@ -8,7 +8,7 @@ import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { connectDatabase, type DbHandle } from '../../src/db/connect.ts';
 import { DEFERRED } from '../../src/db/prepared-statements.ts';
-import { testDialects } from '../helper.ts';
+import { countPgRoundTrips, type PgRoundTrips, testDialects } from '../helper.ts';
 
 interface Scratch {
   item: { id: number; label: string };
@@ -37,16 +37,11 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     /** An insert whose outcome nobody reads: it may wait for the member's next statement (DEFERRED). */
     const insertDeferred = (trx: Kysely<Scratch>, label: string, id = ++nextId) =>
       trx.insertInto('item').values({ id, label }).modifyEnd(DEFERRED).execute();
-    // Queries the pool's clients send, counted while `counting` (node-postgres's query, wrapped before they connect).
-    const originalQuery = pg.Client.prototype.query;
-    let counting = false;
-    let sent = 0;
+    // Round trips of the pool's clients, counted from before they connect.
+    let trips: PgRoundTrips;
 
     before(async () => {
-      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-        if (counting) sent++;
-        return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
-      } as typeof originalQuery;
+      trips = countPgRoundTrips();
       const created = await dialect.create();
       drop = created.drop;
       // One lane, so queued transactions join one group deterministically; a long cap, so only an empty queue commits.
@@ -70,15 +65,14 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await other.connect();
     });
     after(async () => {
-      pg.Client.prototype.query = originalQuery;
+      trips?.restore();
       await other?.end();
       await handle?.db.destroy();
       await drop?.();
     });
 
     it('sends a deferred write with the next statement, in its round trip, and one left last before the COMMIT', async () => {
-      counting = true;
-      sent = 0;
+      trips.reset();
       const seen = await db.transaction().execute(async (trx) => {
         await insertDeferred(trx, 'deferred-read');
         // The read goes behind the insert in the same write: it sees the row.
@@ -86,11 +80,10 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
           await trx.selectFrom('item').select('label').where('label', '=', 'deferred-read').execute()
         ).map((r) => r.label);
       });
-      const oneTrip = sent;
-      sent = 0;
+      const oneTrip = trips.count;
+      trips.reset();
       await db.transaction().execute((trx) => insertDeferred(trx, 'deferred-last'));
-      const lastTrip = sent;
-      counting = false;
+      const lastTrip = trips.count;
       assert.deepEqual(seen, ['deferred-read']);
       // BEGIN and the savepoint go with the first statement sent; the COMMIT is one more.
       assert.equal(oneTrip, 2, 'the insert and the read in one round trip, then the COMMIT');

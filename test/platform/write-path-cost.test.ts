@@ -18,7 +18,6 @@ import {
   sql,
   type UnknownRow,
 } from 'kysely';
-import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Context } from '../../src/context.ts';
@@ -30,9 +29,11 @@ import { nettingAddRecordsCount } from '../../src/modules/karma/karma.repository
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import {
   body,
+  countPgRoundTrips,
   injectWithToken,
   insertInBatches,
   insertTestUser,
+  type PgRoundTrips,
   type TestUser,
   testDialects,
 } from '../helper.ts';
@@ -237,15 +238,11 @@ for (const dialect of testDialects()) {
     let close: () => Promise<void>;
     let author: TestUser;
     let mentioned: TestUser;
-    const originalQuery = pg.Client.prototype.query;
-    let trips = 0;
+    let trips: PgRoundTrips;
 
     before(async () => {
-      // node-postgres's query, one call per round trip, counted for every client the pool connects from here on.
-      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-        trips++;
-        return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
-      } as typeof originalQuery;
+      // Round trips of every client the pool connects from here on.
+      trips = countPgRoundTrips();
       const { url, drop } = await dialect.create();
       const config = loadConfig({}, { DATABASE_URL: url, LOG_LEVEL: 'silent', ...UNLIMITED });
       const handle = connectDatabase(url, { synchronous: 'NORMAL', poolSize: 5, pgGroupCommit: true });
@@ -273,7 +270,7 @@ for (const dialect of testDialects()) {
       };
     });
     after(async () => {
-      pg.Client.prototype.query = originalQuery;
+      trips?.restore();
       await close?.();
     });
 
@@ -448,29 +445,31 @@ for (const dialect of testDialects()) {
       skip: dialect.name !== 'postgres',
     }, async () => {
       const tripsOf = async (payload: Record<string, unknown>) => {
-        trips = 0;
+        trips.reset();
         const res = await postAsAuthor(payload);
         assert.equal(res.statusCode, 201, res.body);
-        return { trips, uuid: body(res).data.uuid as string, language: body(res).data.language as string };
+        return {
+          trips: trips.count,
+          uuid: body(res).data.uuid as string,
+          language: body(res).data.language as string,
+        };
       };
-      {
-        // Warmed: the token check and the statements' names are settled before counting.
-        await tripsOf({ body: 'warm', language: 'en' });
-        await tripsOf({ body: 'warm' });
-        const without = await tripsOf({ body: 'no language given' });
-        const given = await tripsOf({ body: 'language given', language: 'fr' });
-        assert.equal(given.trips, without.trips - 1, `${given.trips} round trips against ${without.trips}`);
-        const stored = await ctx.db
-          .selectFrom('posts')
-          .select(['uuid', 'language'])
-          .where('uuid', 'in', [without.uuid, given.uuid])
-          .orderBy('uuid')
-          .execute();
-        assert.deepEqual(stored, [
-          { uuid: without.uuid, language: without.language },
-          { uuid: given.uuid, language: 'fr' },
-        ]);
-      }
+      // Warmed: the token check and the statements' names are settled before counting.
+      await tripsOf({ body: 'warm', language: 'en' });
+      await tripsOf({ body: 'warm' });
+      const without = await tripsOf({ body: 'no language given' });
+      const given = await tripsOf({ body: 'language given', language: 'fr' });
+      assert.equal(given.trips, without.trips - 1, `${given.trips} round trips against ${without.trips}`);
+      const stored = await ctx.db
+        .selectFrom('posts')
+        .select(['uuid', 'language'])
+        .where('uuid', 'in', [without.uuid, given.uuid])
+        .orderBy('uuid')
+        .execute();
+      assert.deepEqual(stored, [
+        { uuid: without.uuid, language: without.language },
+        { uuid: given.uuid, language: 'fr' },
+      ]);
     });
 
     it('under the cap a grant worth points locks the author on PostgreSQL only, and counts exactly', async () => {
