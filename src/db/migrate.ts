@@ -33,6 +33,7 @@ import { searchFoldAsciiMigration } from './migrations/0029-search-fold-ascii.ts
 import { searchScopeTokensMigration } from './migrations/0030-search-scope-tokens.ts';
 import { searchRestrictedIndexMigration } from './migrations/0031-search-restricted-index.ts';
 import { searchRestrictedLanguageMigration } from './migrations/0032-search-restricted-language.ts';
+import { searchWordStatisticsMigration } from './migrations/0033-search-word-statistics.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -69,6 +70,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0030-search-scope-tokens': searchScopeTokensMigration(dialect),
     '0031-search-restricted-index': searchRestrictedIndexMigration(dialect),
     '0032-search-restricted-language': searchRestrictedLanguageMigration(dialect),
+    '0033-search-word-statistics': searchWordStatisticsMigration(dialect),
   };
 }
 

@@ -4,6 +4,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
 import { DOC_KINDS, type DocKind } from './search.repository.ts';
+import type { StatsFreshness } from './search-word-stats.repository.ts';
 
 /**
  * The ids of the oldest and newest documents of these kinds (0 when none): the bounds of the ranking's recent
@@ -49,15 +50,20 @@ function pgKindsEnd(fn: 'min' | 'max', kinds: readonly DocKind[], beforeId?: num
 
 /**
  * docIdRange of each set of kinds, in one statement: a signed-in search needs the range of the kinds other than
- * messages and that of every kind it searches, and on PostgreSQL each statement is a round trip. With
- * `withRecentIndex` (PostgreSQL only) also the bound of the index of recent documents, undefined when there is none.
+ * messages and that of every kind it searches, and on PostgreSQL each statement is a round trip. With `forRanking`
+ * (PostgreSQL only) also the bound of the index of recent documents (undefined when there is none) and how fresh
+ * the statistics of search_docs are (`stats`).
  */
 export async function docIdRanges(
   db: Db,
   dialect: Dialect,
   kindSets: readonly (readonly DocKind[])[],
-  withRecentIndex = false,
-): Promise<{ ranges: { first: number; last: number }[]; recentIndex: number | undefined }> {
+  forRanking = false,
+): Promise<{
+  ranges: { first: number; last: number }[];
+  recentIndex: number | undefined;
+  stats?: StatsFreshness;
+}> {
   // One min() or max() per statement: SQLite answers a lone min()/max() from the index's end, but scans every
   // entry for `select min(id), max(id)` (65 ms over 1,400,000 documents).
   const end = (fn: 'min' | 'max', kind?: DocKind) =>
@@ -79,8 +85,14 @@ export async function docIdRanges(
     (kinds, i) =>
       sql`${pick('min', kinds)} as ${sql.raw(`first${i}`)}, ${pick('max', kinds)} as ${sql.raw(`last${i}`)}`,
   );
-  // PostgreSQL: the bound of the index of recent documents, read in the same statement (no row: no such index).
-  if (withRecentIndex) columns.push(sql`(select bound from search_recent where id = 1) as recent_bound`);
+  // PostgreSQL: the bound of the index of recent documents, read in the same statement (no row: no such index), and
+  // when search_docs was last analyzed with the rows changed since (the server's activity statistics, from memory).
+  if (forRanking) {
+    columns.push(sql`(select bound from search_recent where id = 1) as recent_bound`);
+    columns.push(sql`greatest(pg_stat_get_last_analyze_time('search_docs'::regclass),
+      pg_stat_get_last_autoanalyze_time('search_docs'::regclass))::text as analyzed_at`);
+    columns.push(sql`pg_stat_get_mod_since_analyze('search_docs'::regclass) as changed_since`);
+  }
   // Prepared on PostgreSQL: the plan (each probe an index end) does not depend on the kinds bound.
   const r = await sql<
     Record<string, number | string | null>
@@ -93,6 +105,14 @@ export async function docIdRanges(
       last: Number(row[`last${i}`] ?? 0),
     })),
     recentIndex: bound === null || bound === undefined ? undefined : Number(bound),
+    ...(forRanking
+      ? {
+          stats: {
+            analyzedAt: typeof row.analyzed_at === 'string' ? row.analyzed_at : null,
+            changedSince: Number(row.changed_since ?? 0),
+          },
+        }
+      : {}),
   };
 }
 

@@ -22,13 +22,16 @@ import {
 } from './search-density.repository.ts';
 import { docIdRanges, newestIdBelow } from './search-ends.repository.ts';
 import { findMatchesById, hasKindGin } from './search-walk.repository.ts';
+import { rareByStatistics } from './search-word-stats.service.ts';
 
 /**
  * Most of the newest matches ranked by relevance (the rest follow newest first), how many of the newest documents
  * make the recent window of the ranking, and on PostgreSQL how many ids the first chunk of the walk below that
  * window spans (each next chunk twice as many), how many of a chunk's newest ids tell whether it is dense with the
  * words (see DENSE), and how many ranges of how many ids, spread over the whole index, tell whether the words are
- * common when the newest ids say they are not (0 ranges: never asked); see docs/search.md, "Speed". A mutable object
+ * common when the newest ids say they are not (0 ranges: never asked); see docs/search.md, "Speed". On PostgreSQL,
+ * a query whose matches the statistics of the last ANALYZE and the rows changed since put at `statsRareMatches` at
+ * most is read through GIN without those counts (docs/search.md, "Rare words by the statistics"). A mutable object
  * so tests can shrink them.
  */
 export const searchTuning = {
@@ -38,6 +41,8 @@ export const searchTuning = {
   densitySample: 2000,
   spreadRanges: 4,
   spreadRangeIds: 250,
+  statsRareMatches: 1000,
+  statsChangedRows: 10_000,
 };
 /**
  * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, counting only
@@ -298,7 +303,13 @@ export async function exactDocs(
   let rareEverywhere = false;
   // PostgreSQL: the kind's own GIN index beats walking the recent window, though its newest documents are dense.
   let kindIndex = false;
-  if (dialect === 'postgres') {
+  const statsBounds = { most: searchTuning.statsRareMatches, changedMost: searchTuning.statsChangedRows };
+  if (dialect === 'postgres' && (await rareByStatistics(db, match, ends.stats, statsBounds))) {
+    // Rare by the statistics: read at once through GIN, as a word the counts below find rare everywhere. Reading its
+    // few entries costs less than counting (docs/search.md, "Rare words by the statistics").
+    newest = 0;
+    rareEverywhere = true;
+  } else if (dialect === 'postgres') {
     const spread = spreadIdRanges(
       firstOther,
       span.afterId,

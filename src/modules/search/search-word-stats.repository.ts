@@ -1,0 +1,47 @@
+// PostgreSQL's statistics of the index's words: how many documents held each common lexeme when search_docs was last
+// analyzed, which tells a rare word without counting its matches (docs/search.md, "Rare words by the statistics").
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.ts';
+
+/** When search_docs was last analyzed (null: never, or its statistics reset) and how many rows changed since. */
+export interface StatsFreshness {
+  analyzedAt: string | null;
+  changedSince: number;
+}
+
+/**
+ * The commonest lexemes of `search_docs.tsv` at the last ANALYZE: each one's share of the documents, the smallest
+ * share kept (every lexeme left out held at most about that share), and the documents then.
+ */
+export interface LexemeStats {
+  freqs: ReadonlyMap<string, number>;
+  minFreq: number;
+  rows: number;
+}
+
+/**
+ * PostgreSQL: the most common elements of `search_docs.tsv` (pg_stats) with their frequencies, and the table's rows
+ * as analyzed; null when the column has not been analyzed (or holds too few lexemes to list any).
+ */
+export async function findLexemeStats(db: Db): Promise<LexemeStats | null> {
+  // most_common_elems is an anyarray: read through its text form as text[]. Its frequencies end with the minimum and
+  // the maximum of the listed ones (and the frequency of null elements, for arrays only).
+  const r = await sql<{ elems: string[] | null; freqs: number[] | null; rows: number | string }>`
+    select s.most_common_elems::text::text[] as elems, s.most_common_elem_freqs as freqs, c.reltuples as rows
+    from pg_class c
+    join pg_namespace n on n.oid = c.relnamespace
+    left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = 'tsv'
+    where c.oid = 'search_docs'::regclass`.execute(db);
+  const row = r.rows[0];
+  const rows = Number(row?.rows ?? -1);
+  const elems = row?.elems ?? null;
+  const freqs = row?.freqs ?? null;
+  if (elems === null || freqs === null || elems.length === 0 || rows < 0) return null;
+  const minFreq = Number(freqs[elems.length]);
+  if (!Number.isFinite(minFreq)) return null;
+  return {
+    freqs: new Map(elems.map((lexeme, i) => [lexeme, Number(freqs[i])])),
+    minFreq,
+    rows,
+  };
+}
