@@ -613,6 +613,92 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('PostgreSQL: a word the statistics call rare is read without the counts, until more rows changed than its bound', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      // 10 ranked candidates, a recent window of 20, no spread ranges, and a bound of 20 matches by the statistics.
+      // The rows changed since the ANALYZE are bounded last: the server adds another connection's changes when that
+      // connection sends its activity statistics, up to 10 s after they were made, so earlier tests' may still come.
+      const standard = { ...searchTuning };
+      const BOUND = 20;
+      const changedSince = async () =>
+        Number(
+          (
+            await sql<{
+              n: string;
+            }>`select pg_stat_get_mod_since_analyze('search_docs'::regclass) as n`.execute(ctx.db)
+          ).rows[0]?.n,
+        );
+      /** `n` posts of the author through one connection, whose activity statistics are sent at once. */
+      const fillers = (n: number, text: string) =>
+        ctx.db.connection().execute(async (conn) => {
+          const now = nowIso();
+          const rows = Array.from({ length: n }, (_, i) => ({
+            uuid: uuidv7(),
+            user_uuid: author.uuid,
+            body: `${text} ${i}`,
+            visibility: 'public',
+            language: 'en',
+            created_at: now,
+            updated_at: now,
+          }));
+          await conn.insertInto('posts').values(rows).execute();
+          await sql`select pg_stat_force_next_flush()`.execute(conn);
+        });
+      /** Whether the density count (the newest ids, and the spread ranges) ran in the last search. */
+      const counted = () => log.statements.some((s) => /\bas newest\b/.test(s));
+      try {
+        await post('an old xenolith post');
+        await fillers(BOUND + 5, 'newer filler');
+        await sql`analyze search_docs`.execute(ctx.db);
+        Object.assign(searchTuning, {
+          rankedCandidates: 10,
+          recentDocs: 20,
+          spreadRanges: 0,
+          statsRareMatches: BOUND,
+          statsChangedRows: 1_000_000,
+        });
+        // One match by the statistics: the caller's messages and the other kinds, each read once through GIN, and no
+        // count before them (docs/search.md, "Rare words by the statistics"). The statistics are read once.
+        await searchAsAuthor('xenolith', ['an old xenolith post']);
+        assert.equal(log.statements.filter((s) => /\bpg_stats\b/.test(s)).length, 1);
+        const matching = log.statements.filter((s) => /\btsv\b/.test(s) && !/\bpg_stats\b/.test(s));
+        assert.equal(matching.length, 2, matching.join('\n\n'));
+        assert.equal(counted(), false);
+        // A word in more documents than the bound is counted as before.
+        log.statements.length = 0;
+        const common = await injectWithToken(app, {
+          method: 'GET',
+          url: '/search?query=filler',
+          token: author.token,
+          headers: { 'cache-control': 'no-cache' },
+        });
+        assert.equal(common.statusCode, 200, common.body);
+        assert.equal(body(common).data.length, 20);
+        assert.equal(counted(), true, 'a word listed in more than BOUND documents is counted');
+        // Statistics turned off: counted again.
+        searchTuning.statsRareMatches = 0;
+        await searchAsAuthor('xenolith', ['an old xenolith post']);
+        assert.equal(counted(), true, 'statsRareMatches 0 turns the statistics off');
+        searchTuning.statsRareMatches = BOUND;
+        // Read once per ANALYZE: the next search finds the word rare without reading them again.
+        await searchAsAuthor('xenolith', ['an old xenolith post']);
+        assert.equal(counted(), false);
+        assert.equal(log.statements.filter((s) => /\bpg_stats\b/.test(s)).length, 0);
+        // More rows changed since the ANALYZE than their bound: the statistics are too old, so the word is counted.
+        await fillers(BOUND + 1, 'later filler');
+        for (let i = 0; i < 50 && (await changedSince()) <= BOUND; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        assert.ok((await changedSince()) > BOUND, 'the server counted the rows changed since the ANALYZE');
+        searchTuning.statsChangedRows = BOUND;
+        await searchAsAuthor('xenolith', ['an old xenolith post']);
+        assert.equal(counted(), true, 'rows changed since the ANALYZE keep the count');
+      } finally {
+        Object.assign(searchTuning, standard);
+      }
+    });
+
     it('GET /karma/{uuid} reads the record once: its Owner check answers with it', async () => {
       const record = await ctx.db
         .selectFrom('karma')
