@@ -1,8 +1,14 @@
 // The bound a PostgreSQL search takes from the statistics of the index's words (docs/search.md, "Rare words by the
-// statistics"): a query is read at once through GIN only when the statistics put its matches under the bound.
+// statistics"): a query is read at once through GIN only when the statistics put its matches under the bound, and
+// its answer is the counted path's whatever they say.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { createQueryId, sql } from 'kysely';
+import { nowIso, uuidv7 } from '../../src/db/time.ts';
+import { search } from '../../src/modules/search/search.service.ts';
+import { newestCountOf, searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import { matchesAtMost } from '../../src/modules/search/search-word-stats.service.ts';
+import { recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 // 1,000 documents when analyzed: `love` in 30%, `coffee` in 5%; any lexeme not listed in at most 0.2% (2 documents).
 const stats = {
@@ -30,11 +36,95 @@ describe('matchesAtMost', () => {
     near(matchesAtMost({ terms: ['coffee'], prefixWords: ['coffee', 'coffees', 'coffeehouse'] }, stats), 54);
   });
 
-  it('cannot bound a prefix no list of words stands for, nor a stemmed query', () => {
+  it('cannot bound a prefix no list of words stands for, a stemmed query, nor a word the parser may split', () => {
     assert.equal(matchesAtMost({ terms: ['lov'] }, stats), Number.POSITIVE_INFINITY);
     assert.equal(matchesAtMost({ terms: ['coffee'], prefixWords: [] }, stats), Number.POSITIVE_INFINITY);
     assert.equal(matchesAtMost({ terms: ['zymurgy', 'ab'], stem: 'en' }, stats), Number.POSITIVE_INFINITY);
+    // `1e5x` is a number and a word to PostgreSQL's parser; digits are never looked up.
+    assert.equal(matchesAtMost({ terms: ['1e5x', 'ab'] }, stats), Number.POSITIVE_INFINITY);
+    assert.equal(matchesAtMost({ terms: ['h𓱌a', 'ab'] }, stats), Number.POSITIVE_INFINITY);
     // The short prefix is left out; the whole word still bounds the query.
     near(matchesAtMost({ terms: ['coffee', 'lo'] }, stats), 50);
+    near(matchesAtMost({ terms: ['καφές', 'ab'] }, stats), 2);
   });
 });
+
+describe('newestCountOf', () => {
+  const ref = (id: number, kind = 'posts') => ({ id, kind, uuid: `u${id}` }) as never;
+  const range = { afterId: 100, toId: 120, cap: 3 };
+  it('counts the matches of the range and kinds when the read holds all of them', () => {
+    // Ended before `most`: every match is in the read.
+    assert.equal(newestCountOf([ref(118), ref(110, 'messages'), ref(50)], range, ['posts'], 10), 1);
+    // Full, but its oldest match is below the range.
+    assert.equal(newestCountOf([ref(119), ref(118), ref(99)], range, ['posts'], 3), 2);
+  });
+
+  it('stops at the cap, and cannot tell when the read stopped inside the range short of it', () => {
+    assert.equal(newestCountOf([ref(119), ref(118), ref(117), ref(116)], range, ['posts'], 4), 3);
+    assert.equal(
+      newestCountOf([ref(121, 'messages'), ref(119), ref(118, 'messages')], range, ['posts'], 3),
+      null,
+    );
+  });
+});
+
+for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
+  describe(`search: the same answers with and without the statistics [${dialect.name}]`, () => {
+    let t: TestApp;
+    const standard = { ...searchTuning };
+
+    before(async () => {
+      t = await startTestApp(dialect);
+      const author = await t.createUser();
+      const add = async (bodies: string[]) => {
+        const now = nowIso();
+        const rows = bodies.map((body) => ({
+          uuid: uuidv7(),
+          user_uuid: author.uuid,
+          body,
+          visibility: 'public',
+          language: 'en',
+          created_at: now,
+          updated_at: now,
+        }));
+        await t.ctx.db.insertInto('posts').values(rows).execute();
+      };
+      // An old post dense with `trendword` and one with `oldword`, then 50 others, then 5 newer `trendword` posts:
+      // the newest range holds more than a common query's candidates of it.
+      await add(['trendword trendword trendword trendword', 'an oldword post', 'oldword oldword oldword']);
+      await add(Array.from({ length: 50 }, (_, i) => `other stuff ${i}`));
+      await add(Array.from({ length: 5 }, (_, i) => `trendword in a long post with many other words ${i}`));
+      await sql`analyze search_docs`.execute(t.ctx.db);
+      // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
+      // ranges; the statistics call a word of at most 20 documents rare, whatever changed since.
+      Object.assign(searchTuning, { rankedCandidates: 10, recentDocs: 1000, spreadRanges: 0 });
+    });
+    after(async () => {
+      Object.assign(searchTuning, standard);
+      await t?.close();
+    });
+
+    /** The uuids found, and whether the density count ran, with the statistics bounded at `statsRareMatches`. */
+    const searchWith = async (query: string, statsRareMatches: number) => {
+      Object.assign(searchTuning, { statsRareMatches, statsChangedRows: 1_000_000 });
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      const page = await search({ ...t.ctx, readDb: db }, null, { query, limit: 20 });
+      const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
+      return {
+        uuids: page.data.map((item) => item.uuid),
+        counted: texts.some((s) => /\bas newest\b/.test(s)),
+      };
+    };
+
+    for (const query of ['trendword', 'oldword']) {
+      it(`\`${query}\`: read without the count, the answer is the counted one`, async () => {
+        const counted = await searchWith(query, 0);
+        assert.equal(counted.counted, true);
+        const read = await searchWith(query, 20);
+        assert.equal(read.counted, false, 'the statistics call it rare');
+        assert.deepEqual(read.uuids, counted.uuids);
+        assert.ok(counted.uuids.length > 1);
+      });
+    }
+  });
+}

@@ -153,6 +153,25 @@ export function rareEverywhereEstimate(d: {
   return d.countedIds > 0 && (found * d.allIds) / d.countedIds <= d.most;
 }
 /**
+ * The count of the newest range (ids in (`afterId`, `toId`], documents of `kinds`, up to `cap`) taken from a read of
+ * the newest `most` matches in scope, newest first: exact when the read holds every match of the range (it ended
+ * before `most`, or its oldest match is at or below the range), or when the range's matches reach the cap anyway;
+ * null when the read stopped inside the range short of the cap (the caller's own messages filled it).
+ */
+export function newestCountOf(
+  read: readonly DocRef[],
+  range: { afterId: number; toId: number; cap: number },
+  kinds: readonly string[],
+  most: number,
+): number | null {
+  const inRange = read.filter(
+    (c) => c.id > range.afterId && c.id <= range.toId && kinds.includes(c.kind),
+  ).length;
+  if (inRange >= range.cap) return range.cap;
+  const covered = read.length < most || (read.at(-1)?.id ?? 0) <= range.afterId;
+  return covered ? inRange : null;
+}
+/**
  * The exact matches of a window. Relevance is bounded (docs/search.md, "Speed"): a few hundred of the newest
  * matches are found by walking the index in id order (no scoring) and ranked here from their text (on SQLite from
  * its statistics, computed on the reader thread); older matches follow, newest first. created_at is the index order
@@ -286,13 +305,22 @@ export async function exactDocs(
   const fewest = Math.max(1, Math.ceil(searchTuning.rankedCandidates / 5));
   // Steps 2 and 3 cut from one walk of the newest `most` matches of any age: its matches above `recent` come first
   // and are step 2's; when they are fewer than `fewest`, the whole walk is step 2's and then step 3's.
-  const windowAndOlderInOneWalk = async (range: Parameters<typeof walk>[1]) => {
-    const all = await walk(most, range);
+  const windowAndOlder = (all: Candidate[]) => {
     const inRecent = all.filter((c) => c.id > recent);
     return {
       candidates: inRecent.length >= fewest ? inRecent : all,
       more: inRecent.length >= fewest || all.length === most,
     };
+  };
+  const windowAndOlderInOneWalk = async (range: Parameters<typeof walk>[1]) =>
+    windowAndOlder(await walk(most, range));
+  // The newest `most` matches of any age in one read: through the kind's own GIN index for one such kind, else
+  // through the main one (PostgreSQL; in id order for a kind with few documents, fewDocsOfKind).
+  const oneRead = {
+    afterId: first - 1,
+    beforeId: last + 1,
+    walkAbove: undefined,
+    ginFirst: hasKindGin(scope.kinds),
   };
   let candidates: Candidate[];
   let more = true;
@@ -303,11 +331,19 @@ export async function exactDocs(
   let rareEverywhere = false;
   // PostgreSQL: the kind's own GIN index beats walking the recent window, though its newest documents are dense.
   let kindIndex = false;
+  // PostgreSQL, a query rare by the statistics: its newest `most` matches, read before any count (docs/search.md,
+  // "Rare words by the statistics"). The count of the newest range comes from them when they cover it, so the
+  // candidates are the counted path's, whatever the statistics said; when they do not, the count runs as before.
+  let read: Candidate[] | undefined;
+  let readCount: number | null = null;
   const statsBounds = { most: searchTuning.statsRareMatches, changedMost: searchTuning.statsChangedRows };
   if (dialect === 'postgres' && (await rareByStatistics(db, match, ends.stats, statsBounds))) {
-    // Rare by the statistics: read at once through GIN, as a word the counts below find rare everywhere. Reading its
-    // few entries costs less than counting (docs/search.md, "Rare words by the statistics").
-    newest = 0;
+    const all = await walk(most, oneRead);
+    readCount = newestCountOf(all, { ...span, cap: fewest }, kinds, most);
+    if (readCount !== null) read = all;
+  }
+  if (readCount !== null) {
+    newest = readCount;
     rareEverywhere = true;
   } else if (dialect === 'postgres') {
     const spread = spreadIdRanges(
@@ -357,7 +393,12 @@ export async function exactDocs(
   }
   if (newest >= fewest) {
     // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
-    candidates = await walk(fewest, { afterId: first - 1, beforeId: last + 1, forceWalk: true });
+    candidates = read
+      ? read.slice(0, fewest)
+      : await walk(fewest, { afterId: first - 1, beforeId: last + 1, forceWalk: true });
+  } else if (read) {
+    // 2 and 3 from the read (windowAndOlderInOneWalk).
+    ({ candidates, more } = windowAndOlder(read));
   } else {
     // 2. Otherwise up to `most` matches among the recent documents, if that gives at least `fewest`...
     // PostgreSQL: walk the recent ids in order when one in DENSE of the newest documents matches (the planner's
@@ -371,14 +412,7 @@ export async function exactDocs(
       // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
       // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
       // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
-      const ginFirst = hasKindGin(scope.kinds);
-      const range = {
-        afterId: first - 1,
-        beforeId: last + 1,
-        walkAbove: undefined,
-        ginFirst,
-      };
-      ({ candidates, more } = await windowAndOlderInOneWalk(range));
+      ({ candidates, more } = await windowAndOlderInOneWalk(oneRead));
     } else if (
       dialect === 'sqlite' &&
       recent >= first &&

@@ -21,27 +21,34 @@ export interface LexemeStats {
 
 /**
  * PostgreSQL: the most common elements of `search_docs.tsv` (pg_stats) with their frequencies, and the table's rows
- * as analyzed; null when the column has not been analyzed (or holds too few lexemes to list any).
+ * as analyzed (null when the column has not been analyzed, or holds too few lexemes to list any), with how long ago
+ * by the server's clock the table was last analyzed.
  */
-export async function findLexemeStats(db: Db): Promise<LexemeStats | null> {
+export async function findLexemeStats(db: Db): Promise<{ stats: LexemeStats | null; analyzedAgoMs: number }> {
   // most_common_elems is an anyarray: read through its text form as text[]. Its frequencies end with the minimum and
   // the maximum of the listed ones (and the frequency of null elements, for arrays only).
-  const r = await sql<{ elems: string[] | null; freqs: number[] | null; rows: number | string }>`
-    select s.most_common_elems::text::text[] as elems, s.most_common_elem_freqs as freqs, c.reltuples as rows
+  const r = await sql<{
+    elems: string[] | null;
+    freqs: number[] | null;
+    rows: number | string;
+    ago_ms: number | string | null;
+  }>`
+    select s.most_common_elems::text::text[] as elems, s.most_common_elem_freqs as freqs, c.reltuples as rows,
+      extract(epoch from now() - greatest(pg_stat_get_last_analyze_time(c.oid),
+        pg_stat_get_last_autoanalyze_time(c.oid))) * 1000 as ago_ms
     from pg_class c
     join pg_namespace n on n.oid = c.relnamespace
     left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = 'tsv'
     where c.oid = 'search_docs'::regclass`.execute(db);
   const row = r.rows[0];
+  const analyzedAgoMs = Number(row?.ago_ms ?? 0);
   const rows = Number(row?.rows ?? -1);
   const elems = row?.elems ?? null;
   const freqs = row?.freqs ?? null;
-  if (elems === null || freqs === null || elems.length === 0 || rows < 0) return null;
+  if (elems === null || freqs === null || elems.length === 0 || rows < 0)
+    return { stats: null, analyzedAgoMs };
   const minFreq = Number(freqs[elems.length]);
-  if (!Number.isFinite(minFreq)) return null;
-  return {
-    freqs: new Map(elems.map((lexeme, i) => [lexeme, Number(freqs[i])])),
-    minFreq,
-    rows,
-  };
+  if (!Number.isFinite(minFreq)) return { stats: null, analyzedAgoMs };
+  const stats = { freqs: new Map(elems.map((lexeme, i) => [lexeme, Number(freqs[i])])), minFreq, rows };
+  return { stats, analyzedAgoMs };
 }

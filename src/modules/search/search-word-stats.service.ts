@@ -1,51 +1,78 @@
 // A rare word told by PostgreSQL's statistics of the index (docs/search.md, "Rare words by the statistics"): when the
-// statistics and the documents changed since put a query's matches under a bound, the ranking reads them through GIN
-// at once, without first counting its density among the newest documents and over the index.
+// statistics of the last ANALYZE put a query's matches under a bound, the ranking reads them through GIN at once and
+// takes the count of the newest documents from them, instead of counting first.
 import type { Db } from '../../db/database.ts';
 import { isPrefixTerm } from './search.query.ts';
 import { isExpandedPrefix, type Match } from './search.repository.ts';
 import { findLexemeStats, type LexemeStats, type StatsFreshness } from './search-word-stats.repository.ts';
 
-// The lexeme statistics of each database (its Kysely instance), read once per ANALYZE: about 10,000 lexemes, read
-// again only when the analysis time moves.
-const cached = new WeakMap<object, { analyzedAt: string; stats: Promise<LexemeStats | null> }>();
+/** How soon after a failed read of the statistics a search reads them again (until then, the counts decide). */
+export const WORD_STATS_RETRY_MS = 10_000;
+/**
+ * PostgreSQL makes an analysis's time known before its transaction commits the statistics (an ANALYZE inside a
+ * migration's transaction, say): a read this soon after that time may hold the earlier analysis's, and is read
+ * again once this long has passed since the analysis.
+ */
+export const WORD_STATS_SETTLE_MS = 60_000;
+
+interface StatsEntry {
+  analyzedAt: string;
+  stats: Promise<LexemeStats | null>;
+  /** When a search reads them again for the same analysis: never, unless the read failed or came too soon. */
+  dueAt: number;
+}
+
+// One entry per reading database (its Kysely instance), that is per app: about 10,000 lexemes, read once per ANALYZE.
+const cached = new WeakMap<object, StatsEntry>();
 
 /** The lexeme statistics of the analysis at `analyzedAt`, read once per database and analysis. */
 function lexemeStatsOf(db: Db, analyzedAt: string): Promise<LexemeStats | null> {
   const known = cached.get(db);
-  if (known?.analyzedAt === analyzedAt) return known.stats;
-  const stats = findLexemeStats(db).catch(() => {
-    // Unread, the search counts as before; the next one asks again.
-    if (cached.get(db)?.stats === stats) cached.delete(db);
-    return null;
-  });
-  cached.set(db, { analyzedAt, stats });
-  return stats;
+  if (known?.analyzedAt === analyzedAt && Date.now() < known.dueAt) return known.stats;
+  const entry: StatsEntry = { analyzedAt, stats: Promise.resolve(null), dueAt: Number.POSITIVE_INFINITY };
+  entry.stats = findLexemeStats(db).then(
+    ({ stats, analyzedAgoMs }) => {
+      if (analyzedAgoMs < WORD_STATS_SETTLE_MS)
+        entry.dueAt = Date.now() + WORD_STATS_SETTLE_MS - analyzedAgoMs;
+      return stats;
+    },
+    () => {
+      // Unread, searches count as before until the next try.
+      entry.dueAt = Date.now() + WORD_STATS_RETRY_MS;
+      return null;
+    },
+  );
+  cached.set(db, entry);
+  return entry.stats;
 }
 
 /**
- * Whether the statistics can bound a query's matches at all: no stemmed lexemes (their forms are not known here)
- * and at least one whole word, or a last word expanded to the words it starts.
+ * A typed word PostgreSQL's parser keeps whole as one lexeme, as the statistics list it: letters of the Latin, Greek
+ * or Cyrillic scripts only. It splits some others into several (`1e5x` into a number and a word; letters it does not
+ * know, under its locale, into pieces), and such a word would be looked up as missing, so rare. An expanded last
+ * word's words are the index's own lexemes (search_words).
  */
-function boundable(match: Match): boolean {
-  return (
-    !match.stem && match.terms.some((_, i) => !isPrefixTerm(match.terms, i) || isExpandedPrefix(match, i))
-  );
+const LEXEME_AS_TYPED = /^[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}]+$/u;
+
+/** The lexemes whose statistics bound term `i` of a match; undefined when they cannot bound it. */
+function lexemesOf(match: Match, i: number): readonly string[] | undefined {
+  if (isExpandedPrefix(match, i)) return match.prefixWords;
+  const term = match.terms[i] as string;
+  return isPrefixTerm(match.terms, i) || !LEXEME_AS_TYPED.test(term) ? undefined : [term];
 }
 
 /**
  * The documents that held the query's words when the statistics were taken, at most (Infinity when they cannot
  * tell): the words all match, so the fewest of any one term. A listed lexeme counts its share of the rows, any other
  * the smallest share listed, which bounds every lexeme left out; an expanded last word counts each word it stands
- * for. A stemmed query, or a prefix no list of words stands for, is not bounded.
+ * for. A stemmed query, a prefix no list of words stands for, or a word the parser may split is not bounded.
  */
 export function matchesAtMost(match: Match, stats: LexemeStats): number {
   if (match.stem) return Number.POSITIVE_INFINITY;
   let fewest = Number.POSITIVE_INFINITY;
-  match.terms.forEach((term, i) => {
-    const expanded = isExpandedPrefix(match, i);
-    if (!expanded && isPrefixTerm(match.terms, i)) return;
-    const words = expanded ? (match.prefixWords ?? []) : [term];
+  match.terms.forEach((_, i) => {
+    const words = lexemesOf(match, i);
+    if (words === undefined) return;
     const share = words.reduce((sum, w) => sum + (stats.freqs.get(w) ?? stats.minFreq), 0);
     fewest = Math.min(fewest, share * stats.rows);
   });
@@ -56,8 +83,8 @@ export function matchesAtMost(match: Match, stats: LexemeStats): number {
  * PostgreSQL: whether the statistics of the last ANALYZE put the query's matches at `most` at most, while at most
  * `changedMost` rows of search_docs changed since. Those rows are not in the statistics: a word they made common is
  * read whole through GIN, up to `most + changedMost` entries, where the counts would have walked it (docs/search.md,
- * "Rare words by the statistics"). False when the statistics cannot tell (never analyzed, reset, a stemmed query, a
- * short prefix), and always with `most` 0.
+ * "Rare words by the statistics"). Only the plan depends on it, never the answer. False when the statistics cannot
+ * tell (never analyzed, reset, a stemmed query, a short prefix), and always with `most` 0.
  */
 export async function rareByStatistics(
   db: Db,
@@ -66,8 +93,8 @@ export async function rareByStatistics(
   bounds: { most: number; changedMost: number },
 ): Promise<boolean> {
   const { most, changedMost } = bounds;
-  if (most <= 0 || freshness?.analyzedAt == null || freshness.changedSince > changedMost || !boundable(match))
-    return false;
+  if (most <= 0 || freshness?.analyzedAt == null || freshness.changedSince > changedMost) return false;
+  if (match.stem || !match.terms.some((_, i) => lexemesOf(match, i) !== undefined)) return false;
   const stats = await lexemeStatsOf(db, freshness.analyzedAt);
   return stats !== null && matchesAtMost(match, stats) <= most;
 }
