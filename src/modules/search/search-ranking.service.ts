@@ -30,9 +30,9 @@ import { rareByStatistics } from './search-word-stats.service.ts';
  * window spans (each next chunk twice as many), how many of a chunk's newest ids tell whether it is dense with the
  * words (see DENSE), and how many ranges of how many ids, spread over the whole index, tell whether the words are
  * common when the newest ids say they are not (0 ranges: never asked); see docs/search.md, "Speed". On PostgreSQL,
- * a query whose matches the statistics of the last ANALYZE and the rows changed since put at `statsRareMatches` at
- * most is read through GIN without those counts (docs/search.md, "Rare words by the statistics"). A mutable object
- * so tests can shrink them.
+ * a query whose matches the statistics of the last ANALYZE put at `statsRareMatches` at most, while at most
+ * `statsChangedRows` rows changed since, is read through GIN before those counts, which it then answers (0: never;
+ * docs/search.md, "Rare words by the statistics"). A mutable object so tests can shrink them.
  */
 export const searchTuning = {
   rankedCandidates: 1000,
@@ -344,7 +344,6 @@ export async function exactDocs(
   }
   if (readCount !== null) {
     newest = readCount;
-    rareEverywhere = true;
   } else if (dialect === 'postgres') {
     const spread = spreadIdRanges(
       firstOther,
