@@ -110,6 +110,17 @@ for (const dialect of testDialects()) {
       for (const plan of plans) assert.match(plan, /Bitmap Index Scan on search_docs_message_words/, plan);
     });
 
+    it("a word that starts the caller's party token matches none of their messages", async () => {
+      // Party tokens index who a message is between, never its words (docs/search.md, "Messages by words and party").
+      const start = partyToken(reader.uuid).slice(0, 4);
+      const page = await searchService(t.ctx, reader.uuid, { query: `nebula ${start}`, limit: 100 });
+      assert.deepEqual(uuids(page.data), []);
+      assert.deepEqual(
+        uuids((await searchService(t.ctx, reader.uuid, { query: start, limit: 100 })).data),
+        [],
+      );
+    });
+
     it('PostgreSQL writes a party as partyToken does, whatever the case of the uuid', {
       skip: dialect.name !== 'postgres',
     }, async () => {

@@ -7,7 +7,7 @@ import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { search } from '../../src/modules/search/search.service.ts';
 import { newestCountOf, searchTuning } from '../../src/modules/search/search-ranking.service.ts';
-import { matchesAtMost } from '../../src/modules/search/search-word-stats.service.ts';
+import { matchesAtMost, wordStatsTiming } from '../../src/modules/search/search-word-stats.service.ts';
 import { recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 // 1,000 documents when analyzed: `love` in 30%, `coffee` in 5%; any lexeme not listed in at most 0.2% (2 documents).
@@ -72,6 +72,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
   describe(`search: the same answers with and without the statistics [${dialect.name}]`, () => {
     let t: TestApp;
     const standard = { ...searchTuning };
+    const standardTiming = { ...wordStatsTiming };
 
     before(async () => {
       t = await startTestApp(dialect);
@@ -98,9 +99,12 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
       // ranges; the statistics call a word of at most 20 documents rare, whatever changed since.
       Object.assign(searchTuning, { rankedCandidates: 10, recentDocs: 1000, spreadRanges: 0 });
+      // Used at once after the analysis, which has committed (write-path-cost.test.ts checks the wait).
+      wordStatsTiming.settleMs = 0;
     });
     after(async () => {
       Object.assign(searchTuning, standard);
+      Object.assign(wordStatsTiming, standardTiming);
       await t?.close();
     });
 

@@ -138,11 +138,14 @@ export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawB
     // migration 0028, then the matches are sorted. Walking each side newest first through its partial index
     // (migration 0011) tested every message's tsvector (`love` as bench_user: 1,187 received messages for 19 matches,
     // 3.7 ms against 0.7; docs/search.md, "Messages by words and party (PostgreSQL)"). The scope stays as the check
-    // of who sees a match.
+    // of who sees a match. The party tokens have no positions, so PostgreSQL matches them whatever weight the query
+    // asks: a last word starting the viewer's token (`u01a`) matched every message of theirs. ts_match_vq() checks the
+    // words against the message's own lexemes, as every other walk and count does.
     return sql`
       select ${walkColumns(walk.withText)} from search_docs d
       where d.kind = 'messages'
         and (d.tsv || search_message_parties(d.owner_uuid, d.recipient_uuid)) @@ (${tsquery(match)} && ${partyQuery(scope.viewer)})
+        and ts_match_vq(d.tsv, ${tsquery(match)})
         ${bounds} and ${scopeCondition(scope)}
       order by d.id ${dir}`;
   }

@@ -6,14 +6,14 @@ import { isPrefixTerm } from './search.query.ts';
 import { isExpandedPrefix, type Match } from './search.repository.ts';
 import { findLexemeStats, type LexemeStats, type StatsFreshness } from './search-word-stats.repository.ts';
 
-/** How soon after a failed read of the statistics a search reads them again (until then, the counts decide). */
-export const WORD_STATS_RETRY_MS = 10_000;
 /**
- * PostgreSQL makes an analysis's time known before its transaction commits the statistics (an ANALYZE inside a
- * migration's transaction, say): a read this soon after that time may hold the earlier analysis's, and is read
- * again once this long has passed since the analysis.
+ * When the statistics are read again, in ms: `retryMs` after a failed read (until then, the counts decide), and
+ * `settleMs` after the analysis when they were read sooner. PostgreSQL makes an analysis's time known, and starts its
+ * count of rows changed since, before the analysis's transaction commits the statistics (an ANALYZE inside a
+ * migration's transaction, say): so a read that soon is not used, and the counts decide until the next. A mutable
+ * object so tests can shorten them.
  */
-export const WORD_STATS_SETTLE_MS = 60_000;
+export const wordStatsTiming = { retryMs: 10_000, settleMs: 60_000 };
 
 interface StatsEntry {
   analyzedAt: string;
@@ -32,13 +32,13 @@ function lexemeStatsOf(db: Db, analyzedAt: string): Promise<LexemeStats | null> 
   const entry: StatsEntry = { analyzedAt, stats: Promise.resolve(null), dueAt: Number.POSITIVE_INFINITY };
   entry.stats = findLexemeStats(db).then(
     ({ stats, analyzedAgoMs }) => {
-      if (analyzedAgoMs < WORD_STATS_SETTLE_MS)
-        entry.dueAt = Date.now() + WORD_STATS_SETTLE_MS - analyzedAgoMs;
-      return stats;
+      if (analyzedAgoMs >= wordStatsTiming.settleMs) return stats;
+      entry.dueAt = Date.now() + wordStatsTiming.settleMs - analyzedAgoMs;
+      return null;
     },
     () => {
       // Unread, searches count as before until the next try.
-      entry.dueAt = Date.now() + WORD_STATS_RETRY_MS;
+      entry.dueAt = Date.now() + wordStatsTiming.retryMs;
       return null;
     },
   );
