@@ -10,7 +10,7 @@ export interface StatsFreshness {
 }
 
 /**
- * The commonest lexemes of `search_docs.tsv` at the last ANALYZE: each one's share of the documents, the smallest
+ * The commonest lexemes of search_docs at the last ANALYZE: each one's share of the documents, the smallest
  * share kept (every lexeme left out held at most about that share), and the documents then.
  */
 export interface LexemeStats {
@@ -20,13 +20,13 @@ export interface LexemeStats {
 }
 
 /**
- * PostgreSQL: the most common elements of `search_docs.tsv` (pg_stats) with their frequencies, and the table's rows
- * as analyzed (null when the column has not been analyzed, or holds too few lexemes to list any), with how long ago
- * by the server's clock the table was last analyzed.
+ * PostgreSQL: the most common lexemes of search_docs (the elements of `tsvector_to_array(tsv)`, whose statistics
+ * migration 0033 keeps; pg_stats_ext_exprs) with their frequencies, and the table's rows as analyzed (null when not
+ * analyzed yet, or too few lexemes to list any), with how long ago by the server's clock the table was last analyzed.
  */
 export async function findLexemeStats(db: Db): Promise<{ stats: LexemeStats | null; analyzedAgoMs: number }> {
   // most_common_elems is an anyarray: read through its text form as text[]. Its frequencies end with the minimum and
-  // the maximum of the listed ones (and the frequency of null elements, for arrays only).
+  // the maximum of the listed ones, and the frequency of null elements.
   const r = await sql<{
     elems: string[] | null;
     freqs: number[] | null;
@@ -38,7 +38,8 @@ export async function findLexemeStats(db: Db): Promise<{ stats: LexemeStats | nu
         pg_stat_get_last_autoanalyze_time(c.oid))) * 1000 as ago_ms
     from pg_class c
     join pg_namespace n on n.oid = c.relnamespace
-    left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = 'tsv'
+    left join pg_stats_ext_exprs s on s.schemaname = n.nspname and s.tablename = c.relname
+      and s.statistics_name = 'search_docs_words'
     where c.oid = 'search_docs'::regclass`.execute(db);
   const row = r.rows[0];
   const analyzedAgoMs = Number(row?.ago_ms ?? 0);
