@@ -333,14 +333,14 @@ export async function exactDocs(
   let kindIndex = false;
   // PostgreSQL, a query rare by the statistics: its newest `most` matches, read before any count (docs/search.md,
   // "Rare words by the statistics"). The count of the newest range comes from them when they cover it, so the
-  // candidates are the counted path's, whatever the statistics said; when they do not, the count runs as before.
+  // candidates are the counted path's, whatever the statistics said; when they do not, the count runs as before,
+  // and the plans that need those matches take them from this read.
   let read: Candidate[] | undefined;
   let readCount: number | null = null;
   const statsBounds = { most: searchTuning.statsRareMatches, changedMost: searchTuning.statsChangedRows };
   if (dialect === 'postgres' && (await rareByStatistics(db, match, ends.stats, statsBounds))) {
-    const all = await walk(most, oneRead);
-    readCount = newestCountOf(all, { ...span, cap: fewest }, kinds, most);
-    if (readCount !== null) read = all;
+    read = await walk(most, oneRead);
+    readCount = newestCountOf(read, { ...span, cap: fewest }, kinds, most);
   }
   if (readCount !== null) {
     newest = readCount;
@@ -395,7 +395,7 @@ export async function exactDocs(
     candidates = read
       ? read.slice(0, fewest)
       : await walk(fewest, { afterId: first - 1, beforeId: last + 1, forceWalk: true });
-  } else if (read) {
+  } else if (read && readCount !== null) {
     // 2 and 3 from the read (windowAndOlderInOneWalk).
     ({ candidates, more } = windowAndOlder(read));
   } else {
@@ -411,7 +411,7 @@ export async function exactDocs(
       // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
       // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
       // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
-      ({ candidates, more } = await windowAndOlderInOneWalk(oneRead));
+      ({ candidates, more } = windowAndOlder(read ?? (await walk(most, oneRead))));
     } else if (
       dialect === 'sqlite' &&
       recent >= first &&
