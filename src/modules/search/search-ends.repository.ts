@@ -4,7 +4,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
 import { DOC_KINDS, type DocKind } from './search.repository.ts';
-import type { StatsFreshness } from './search-word-stats.repository.ts';
+import { lastAnalyzedAt, type StatsFreshness } from './search-word-stats.repository.ts';
 
 /**
  * The ids of the oldest and newest documents of these kinds (0 when none): the bounds of the ranking's recent
@@ -89,8 +89,7 @@ export async function docIdRanges(
   // when search_docs was last analyzed with the rows changed since (the server's activity statistics, from memory).
   if (forRanking) {
     columns.push(sql`(select bound from search_recent where id = 1) as recent_bound`);
-    columns.push(sql`greatest(pg_stat_get_last_analyze_time('search_docs'::regclass),
-      pg_stat_get_last_autoanalyze_time('search_docs'::regclass))::text as analyzed_at`);
+    columns.push(sql`${lastAnalyzedAt()}::text as analyzed_at`);
     columns.push(sql`pg_stat_get_mod_since_analyze('search_docs'::regclass) as changed_since`);
   }
   // Prepared on PostgreSQL: the plan (each probe an index end) does not depend on the kinds bound.

@@ -1,12 +1,18 @@
 // PostgreSQL's statistics of the index's words: how many documents held each common lexeme when search_docs was last
 // analyzed, which tells a rare word without counting its matches (docs/search.md, "Rare words by the statistics").
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 
 /** When search_docs was last analyzed (null: never, or its statistics reset) and how many rows changed since. */
 export interface StatsFreshness {
   analyzedAt: string | null;
   changedSince: number;
+}
+
+/** PostgreSQL: when search_docs was last analyzed, by hand or by autovacuum (the server's activity statistics). */
+export function lastAnalyzedAt(): RawBuilder<unknown> {
+  return sql`greatest(pg_stat_get_last_analyze_time('search_docs'::regclass),
+    pg_stat_get_last_autoanalyze_time('search_docs'::regclass))`;
 }
 
 /**
@@ -34,8 +40,7 @@ export async function findLexemeStats(db: Db): Promise<{ stats: LexemeStats | nu
     ago_ms: number | string | null;
   }>`
     select s.most_common_elems::text::text[] as elems, s.most_common_elem_freqs as freqs, c.reltuples as rows,
-      extract(epoch from now() - greatest(pg_stat_get_last_analyze_time(c.oid),
-        pg_stat_get_last_autoanalyze_time(c.oid))) * 1000 as ago_ms
+      extract(epoch from now() - ${lastAnalyzedAt()}) * 1000 as ago_ms
     from pg_class c
     join pg_namespace n on n.oid = c.relnamespace
     left join pg_stats_ext_exprs s on s.schemaname = n.nspname and s.tablename = c.relname
