@@ -1,9 +1,11 @@
 // In-process latency of every search operation, one request at a time (issue 8: "p99 under 50 ms in process"):
-// `node bench/search-latency.ts --db URL [--runs N] [--cache on|off] [--only REGEX] [--stats-rare N]`.
+// `node bench/search-latency.ts --db URL [--runs N] [--cache on|off] [--only REGEX] [--stats-rare N] [--stats-dense SHARE]`.
 // Builds the app on a seeded database (migrating it first), then times each query through app.inject as a guest and
 // as bench_user, after one warm-up request each. Prints a Markdown table: p50, p99 and max latency, CPU per request
 // (every thread of the process) and the largest event-loop delay seen meanwhile. `--stats-rare N` sets the bound under
-// which PostgreSQL's statistics call a word rare (searchTuning.statsRareMatches; 0 turns them off), for comparisons.
+// which PostgreSQL's statistics call a word rare (searchTuning.statsRareMatches; 0 turns them off), `--stats-dense SHARE`
+// the share of the documents from which they call a word dense (searchTuning.statsDenseShare; 0 turns it off), for
+// comparisons.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { buildApp } from '../src/app.ts';
 import { vocabulary } from '../src/cli/seed/vocabulary.ts';
@@ -25,6 +27,7 @@ const runs = Number(arg('--runs') ?? 10);
 const only = arg('--only') ? new RegExp(arg('--only') as string) : undefined;
 const cacheOff = arg('--cache') === 'off';
 if (arg('--stats-rare') !== undefined) searchTuning.statsRareMatches = Number(arg('--stats-rare'));
+if (arg('--stats-dense') !== undefined) searchTuning.statsDenseShare = Number(arg('--stats-dense'));
 
 // Migrations may rewrite every row of a big world: no statement timeout for them.
 const admin = connectDatabase(url, { poolSize: 1, statementTimeoutMs: 3_600_000 });

@@ -7,8 +7,13 @@ import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { search } from '../../src/modules/search/search.service.ts';
 import { newestCountOf, searchTuning } from '../../src/modules/search/search-ranking.service.ts';
-import { matchesAtMost, wordStatsTiming } from '../../src/modules/search/search-word-stats.service.ts';
-import { recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
+import {
+  matchesAtMost,
+  wordShare,
+  wordStatsTiming,
+} from '../../src/modules/search/search-word-stats.service.ts';
+import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { call } from './world.ts';
 
 // 1,000 documents when analyzed: `love` in 30%, `coffee` in 5%; any lexeme not listed in at most 0.2% (2 documents).
 const stats = {
@@ -46,6 +51,72 @@ describe('matchesAtMost', () => {
     // The short prefix is left out; the whole word still bounds the query.
     near(matchesAtMost({ terms: ['coffee', 'lo'] }, stats), 50);
     near(matchesAtMost({ terms: ['καφές', 'ab'] }, stats), 2);
+  });
+});
+
+describe('wordShare', () => {
+  const listed = {
+    freqs: new Map([
+      ['love', 0.3],
+      ['lovely', 0.05],
+      ['loved', 0.1],
+      ['lov', 0.01],
+      ['low', 0.2],
+      ['coffee', 0.05],
+    ]),
+    minFreq: 0.002,
+    rows: 1000,
+  };
+  it('gives a whole word (one letter) its own share, and an unlisted one none', () => {
+    const letters = {
+      ...listed,
+      freqs: new Map([
+        ['a', 0.2],
+        ['ab', 0.3],
+      ]),
+    };
+    near(wordShare({ terms: ['a'] }, letters) ?? -1, 0.2);
+    near(wordShare({ terms: ['q'] }, letters) ?? -1, 0);
+  });
+
+  it('sums the listed words a prefix starts, or those an expanded prefix stands for', () => {
+    // `love` as a prefix: love, loved and lovely, not `lov` or `low`.
+    near(wordShare({ terms: ['love'] }, listed) ?? -1, 0.45);
+    near(wordShare({ terms: ['lov'] }, listed) ?? -1, 0.46);
+    near(wordShare({ terms: ['love'], prefixWords: ['love', 'lovely', 'lovecraft'] }, listed) ?? -1, 0.35);
+    near(wordShare({ terms: ['zzz'] }, listed) ?? -1, 0);
+    near(
+      wordShare(
+        { terms: ['l'] },
+        {
+          ...listed,
+          freqs: new Map([
+            ['la', 0.7],
+            ['le', 0.6],
+          ]),
+        },
+      ) ?? -1,
+      0,
+    );
+    near(
+      wordShare(
+        { terms: ['lov'] },
+        {
+          ...listed,
+          freqs: new Map([
+            ['lova', 0.7],
+            ['love', 0.6],
+          ]),
+        },
+      ) ?? -1,
+      1,
+    );
+  });
+
+  it('cannot tell for several words, a stemmed query, or a word the parser may split', () => {
+    assert.equal(wordShare({ terms: ['love', 'coffee'] }, listed), null);
+    assert.equal(wordShare({ terms: ['love'], stem: 'en' }, listed), null);
+    assert.equal(wordShare({ terms: ['1e5x'] }, listed), null);
   });
 });
 
@@ -97,8 +168,13 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await add(Array.from({ length: 5 }, (_, i) => `trendword in a long post with many other words ${i}`));
       await sql`analyze search_docs`.execute(t.ctx.db);
       // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
-      // ranges; the statistics call a word of at most 20 documents rare, whatever changed since.
-      Object.assign(searchTuning, { rankedCandidates: 10, recentDocs: 1000, spreadRanges: 0 });
+      // ranges; the statistics call a word of at most 20 documents rare, whatever changed since, and none dense.
+      Object.assign(searchTuning, {
+        rankedCandidates: 10,
+        recentDocs: 1000,
+        spreadRanges: 0,
+        statsDenseShare: 0,
+      });
       // Used at once after the analysis, which has committed (write-path-cost.test.ts checks the wait).
       wordStatsTiming.settleMs = 0;
     });
@@ -130,5 +206,99 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         assert.ok(counted.uuids.length > 1);
       });
     }
+  });
+}
+
+for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
+  describe(`search: dense words read before the count [${dialect.name}]`, () => {
+    let t: TestApp;
+    let reader: TestUser;
+    const standard = { ...searchTuning };
+    const standardTiming = { ...wordStatsTiming };
+
+    before(async () => {
+      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+      const author = await t.createUser('author');
+      reader = await t.createUser('reader');
+      const pen = await t.createUser('penpal');
+      const add = async (bodies: string[]) => {
+        const now = nowIso();
+        const rows = bodies.map((body) => ({
+          uuid: uuidv7(),
+          user_uuid: author.uuid,
+          body,
+          visibility: 'public',
+          language: 'en',
+          created_at: now,
+          updated_at: now,
+        }));
+        await t.ctx.db.insertInto('posts').values(rows).execute();
+      };
+      const send = (i: number) =>
+        call(t, 'POST', '/messages', reader.token, {
+          recipient_uuid: pen.uuid,
+          body: `commonword note ${i}`,
+        });
+      // Old `fadedword` posts (13% of the documents, none among the newest), a few `midword` ones (4%), then
+      // `commonword` in every other of the newest posts and in the reader's messages (22%).
+      await add(Array.from({ length: 15 }, (_, i) => `fadedword old ${i}`));
+      await add(Array.from({ length: 5 }, (_, i) => `midword ${i}`));
+      await add(Array.from({ length: 50 }, (_, i) => `other stuff ${i}`));
+      for (let i = 0; i < 6; i++) await send(i);
+      await add(Array.from({ length: 30 }, (_, i) => (i % 2 ? `commonword ${i}` : `filler ${i}`)));
+      for (let i = 6; i < 10; i++) await send(i);
+      await sql`analyze search_docs`.execute(t.ctx.db);
+      // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
+      // ranges; the rare words' bound off, so only the share chooses.
+      Object.assign(searchTuning, {
+        rankedCandidates: 10,
+        recentDocs: 1000,
+        spreadRanges: 0,
+        statsRareMatches: 0,
+      });
+      wordStatsTiming.settleMs = 0;
+    });
+    after(async () => {
+      Object.assign(searchTuning, standard);
+      Object.assign(wordStatsTiming, standardTiming);
+      await t?.close();
+    });
+
+    /** The uuids found for `viewer`, and whether the density count ran, with the dense share at `statsDenseShare`. */
+    const searchWith = async (query: string, viewer: string | null, statsDenseShare: number) => {
+      searchTuning.statsDenseShare = statsDenseShare;
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      const page = await search({ ...t.ctx, readDb: db }, viewer, { query, limit: 20 });
+      const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
+      return {
+        uuids: page.data.map((item) => item.uuid),
+        counted: texts.some((s) => /\bas newest\b/.test(s)),
+      };
+    };
+
+    // commonword: common among the newest (read up to a common query's candidates); fadedword: expected common,
+    // but not among the newest (the window's walk goes on below the read); midword: dense, not common (read up to
+    // the window's candidates); `commonw` a prefix of the first.
+    for (const query of ['commonword', 'commonw', 'fadedword', 'midword']) {
+      it(`\`${query}\`: read without the count, the answer is the counted one, for a guest and a signed-in caller`, async () => {
+        for (const viewer of [null, reader.uuid]) {
+          const counted = await searchWith(query, viewer, 0);
+          assert.equal(counted.counted, true);
+          const read = await searchWith(query, viewer, 0.01);
+          assert.equal(read.counted, false, 'the statistics call it dense');
+          assert.deepEqual(read.uuids, counted.uuids);
+          assert.ok(counted.uuids.length >= 5, `${counted.uuids.length}`);
+        }
+      });
+    }
+
+    it('a word under the share, or a scope narrowed to a language, is counted', async () => {
+      assert.equal((await searchWith('midword', null, 0.5)).counted, true);
+      searchTuning.statsDenseShare = 0.01;
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      await search({ ...t.ctx, readDb: db }, null, { query: 'commonword', language: 'en', limit: 20 });
+      const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
+      assert.ok(texts.some((s) => /\bas newest\b/.test(s)));
+    });
   });
 }

@@ -22,7 +22,7 @@ import {
 } from './search-density.repository.ts';
 import { docIdRanges, newestIdBelow } from './search-ends.repository.ts';
 import { findMatchesById, hasKindGin } from './search-walk.repository.ts';
-import { rareByStatistics } from './search-word-stats.service.ts';
+import { rareByStatistics, wordShareByStatistics } from './search-word-stats.service.ts';
 
 /**
  * Most of the newest matches ranked by relevance (the rest follow newest first), how many of the newest documents
@@ -32,7 +32,9 @@ import { rareByStatistics } from './search-word-stats.service.ts';
  * common when the newest ids say they are not (0 ranges: never asked); see docs/search.md, "Speed". On PostgreSQL,
  * a query whose matches the statistics of the last ANALYZE put at `statsRareMatches` at most, while at most
  * `statsChangedRows` rows changed since, is read through GIN before those counts, which it then answers (0: never;
- * docs/search.md, "Rare words by the statistics"). A mutable object so tests can shrink them.
+ * docs/search.md, "Rare words by the statistics"); a word they put in at least `statsDenseShare` of the documents is
+ * read in id order from the newest before them, and answers them too (0: never; "Dense words by the statistics").
+ * A mutable object so tests can shrink them.
  */
 export const searchTuning = {
   rankedCandidates: 1000,
@@ -43,6 +45,7 @@ export const searchTuning = {
   spreadRangeIds: 250,
   statsRareMatches: 1000,
   statsChangedRows: 10_000,
+  statsDenseShare: 0.01,
 };
 /**
  * A query is common when at least one in COMMON_SPAN of the newest documents (of the searched kinds, counting only
@@ -342,6 +345,64 @@ export async function exactDocs(
     read = await walk(most, oneRead);
     readCount = newestCountOf(read, { ...span, cap: fewest }, kinds, most);
   }
+  // PostgreSQL: whether reading the index of recent documents costs less than walking the window, for a count of the
+  // newest range (`newest`) and a forced walk.
+  const bound = ends.recentIndex;
+  const recentIndexFor = (newestCount: number, forceWalk: boolean) =>
+    forceWalk &&
+    match.terms.length === 1 &&
+    bound !== undefined &&
+    recent >= bound &&
+    recentIndexCheaper({
+      newest: newestCount,
+      spanIds: span.toId - span.afterId,
+      indexIds: top - bound,
+      windowIds: last - recent,
+      most,
+    })
+      ? bound
+      : undefined;
+  // PostgreSQL, one word the statistics put in `statsDenseShare` of the documents or more: the recent window's newest
+  // matches, read in id order before any count, which they then answer as `read` does (docs/search.md, "Dense words
+  // by the statistics"). A word in one document of COMMON_SPAN or more, expected to be common, is read up to
+  // `fewest` (its newest `fewest` are then the candidates; if it is not, the window's walk goes on below them), any
+  // other up to `most` (the window's candidates). The share only chooses the reads. A signed-in caller's own
+  // messages are read apart, as every walk reads them (pgMessagesApart), so the count is taken from the other kinds'
+  // matches alone: in one read, a caller with many messages holding a common word filled it with them.
+  let head: Candidate[] | undefined;
+  let headLimit = 0;
+  if (
+    readCount === null &&
+    read === undefined &&
+    dialect === 'postgres' &&
+    denseHintFits(scope, span, recent)
+  ) {
+    const share = await wordShareByStatistics(db, match, ends.stats);
+    const { statsDenseShare } = searchTuning;
+    if (share !== null && statsDenseShare > 0 && share >= statsDenseShare) {
+      headLimit = share * COMMON_SPAN >= 1 ? fewest : most;
+      const estimated = share * (span.toId - span.afterId);
+      const recentIndex = headLimit === most ? recentIndexFor(estimated, true) : undefined;
+      // The other kinds' ids end at `top`: above it lie only messages (every id of a seeded world's newest 50,000).
+      const headOf = (of: Scope, forceWalk: boolean, beforeId: number) =>
+        findMatchesById(db, dialect, match, of, {
+          direction: 'desc',
+          afterId: recent,
+          beforeId,
+          forceWalk,
+          recentIndex: forceWalk ? recentIndex : undefined,
+          withText: true,
+          offset: 0,
+          limit: headLimit,
+        });
+      const [others, own] = await Promise.all([
+        headOf({ ...scope, kinds }, true, top + 1),
+        mine ? headOf({ ...scope, kinds: ['messages'] }, false, last + 1) : [],
+      ]);
+      readCount = newestCountOf(others, { ...span, cap: fewest }, kinds, headLimit);
+      if (readCount !== null) head = [...own, ...others].sort((a, b) => b.id - a.id).slice(0, headLimit);
+    }
+  }
   if (readCount !== null) {
     newest = readCount;
   } else if (dialect === 'postgres') {
@@ -392,8 +453,10 @@ export async function exactDocs(
   }
   if (newest >= fewest) {
     // 1. A common query (one of the newest documents in COMMON_SPAN or more matches): its newest `fewest`.
-    candidates = read
-      ? read.slice(0, fewest)
+    // The newest `fewest` of a read that found them in the newest range are the newest of any age.
+    const readFirst = read ?? head;
+    candidates = readFirst
+      ? readFirst.slice(0, fewest)
       : await walk(fewest, { afterId: first - 1, beforeId: last + 1, forceWalk: true });
   } else if (read && readCount !== null) {
     // 2 and 3 from the read (windowAndOlderInOneWalk).
@@ -423,22 +486,22 @@ export async function exactDocs(
       // PostgreSQL: the index of recent documents instead of the window's rows, where that reads less (docs/search.md,
       // "The index of recent documents (PostgreSQL)"). One word only: the count gives the density of all the words
       // together, but GIN reads each word's entries, and those of `the`, `and`, `of` fill most of the index.
-      const bound = ends.recentIndex;
-      const recentIndex =
-        forceWalk &&
-        match.terms.length === 1 &&
-        bound !== undefined &&
-        recent >= bound &&
-        recentIndexCheaper({
-          newest,
-          spanIds: span.toId - span.afterId,
-          indexIds: top - bound,
-          windowIds: last - recent,
-          most,
-        })
-          ? bound
-          : undefined;
-      candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk, recentIndex });
+      const recentIndex = recentIndexFor(newest, forceWalk);
+      const below = head?.at(-1);
+      if (head === undefined) {
+        candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk, recentIndex });
+      } else if (head.length === headLimit && headLimit < most && below) {
+        // The window's walk goes on below the read, which holds its newest `headLimit` matches.
+        const rest = await walk(most - headLimit, {
+          afterId: recent,
+          beforeId: below.id,
+          forceWalk,
+          recentIndex,
+        });
+        candidates = head.concat(rest);
+      } else {
+        candidates = head;
+      }
       if (candidates.length < fewest) {
         // 3. ... else (a rare query) the newest `most` matches whatever their age.
         if (recent >= first && dialect === 'postgres') {
@@ -477,6 +540,23 @@ export async function exactDocs(
     out = out.concat(tail);
   }
   return refsOf(out);
+}
+
+/**
+ * Whether the statistics' share of a word can choose the reads of a scope (exactDocs, "Dense words by the
+ * statistics"): the share is of every document, so a scope narrowed to a language, some users or one kind with an
+ * index of its own (whose counts also choose a plan from the spread ranges) is counted as before; and the newest
+ * range must lie in the recent window the read covers.
+ */
+function denseHintFits(scope: Scope, span: { afterId: number }, recent: number): boolean {
+  return (
+    scope.kinds.includes('post') &&
+    !hasKindGin(scope.kinds) &&
+    scope.language === undefined &&
+    scope.friendsOf === undefined &&
+    (scope.excludeUuids?.length ?? 0) === 0 &&
+    span.afterId >= recent
+  );
 }
 
 /** Found documents without their text. */

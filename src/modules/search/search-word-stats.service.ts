@@ -79,6 +79,66 @@ export function matchesAtMost(match: Match, stats: LexemeStats): number {
   return fewest;
 }
 
+// The listed lexemes in code-unit order with their shares, for the sums of a prefix: one per list read.
+const sortedLists = new WeakMap<LexemeStats, { words: string[]; shares: number[] }>();
+
+/** The shares of the listed lexemes `prefix` starts (itself included), summed. */
+function prefixShare(stats: LexemeStats, prefix: string): number {
+  let sorted = sortedLists.get(stats);
+  if (sorted === undefined) {
+    const words = [...stats.freqs.keys()].sort();
+    sorted = { words, shares: words.map((w) => stats.freqs.get(w) ?? 0) };
+    sortedLists.set(stats, sorted);
+  }
+  const { words, shares } = sorted;
+  // Every word a prefix starts sorts after the prefix and before any other word after it.
+  let lo = 0;
+  let hi = words.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((words[mid] as string) < prefix) lo = mid + 1;
+    else hi = mid;
+  }
+  let sum = 0;
+  for (let i = lo; i < words.length && (words[i] as string).startsWith(prefix); i++)
+    sum += shares[i] as number;
+  return sum;
+}
+
+/**
+ * About the share of the documents that held a one-word query when the statistics were taken: the word's own share,
+ * or for a last word matched as a prefix the listed lexemes it starts (an expanded one: the words it stands for),
+ * summed; lexemes left out of the list count nothing. Null when the statistics cannot tell: several words (their
+ * matches together are not listed), a stemmed query, a word the parser may split. A hint for a plan, never a bound:
+ * the list merges the plain and stemmed lexemes of every language, so a stem (`happi`) counts documents the typed
+ * word does not match, and a prefix's lexemes may share documents.
+ */
+export function wordShare(match: Match, stats: LexemeStats): number | null {
+  if (match.stem || match.terms.length !== 1) return null;
+  if (isExpandedPrefix(match, 0))
+    return Math.min(
+      1,
+      (match.prefixWords ?? []).reduce((sum, w) => sum + (stats.freqs.get(w) ?? 0), 0),
+    );
+  const term = match.terms[0] as string;
+  if (!LEXEME_AS_TYPED.test(term)) return null;
+  return Math.min(1, isPrefixTerm(match.terms, 0) ? prefixShare(stats, term) : (stats.freqs.get(term) ?? 0));
+}
+
+/**
+ * PostgreSQL: wordShare by the statistics of the last ANALYZE, however many rows changed since (a stale share costs a
+ * plan, never an answer: docs/search.md, "Dense words by the statistics"); null when they cannot tell.
+ */
+export async function wordShareByStatistics(
+  db: Db,
+  match: Match,
+  freshness: StatsFreshness | undefined,
+): Promise<number | null> {
+  if (freshness?.analyzedAt == null || match.stem || match.terms.length !== 1) return null;
+  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
+  return stats === null ? null : wordShare(match, stats);
+}
+
 /**
  * PostgreSQL: whether the statistics of the last ANALYZE put the query's matches at `most` at most, while at most
  * `changedMost` rows of search_docs changed since. Those rows are not in the statistics: a word they made common is
