@@ -2,6 +2,7 @@
 // query's density among the newest documents (docs/search.md, "Ranking design" and "Speed"). search.service.ts asks it
 // for a page of document references and turns them into items.
 import type { Context } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
 import type { Window } from '../../http/paging.ts';
 import { type Order, relevanceScores } from './search.query.ts';
 import {
@@ -21,7 +22,7 @@ import {
   spreadIdRanges,
 } from './search-density.repository.ts';
 import { docIdRanges, newestIdBelow } from './search-ends.repository.ts';
-import { findMatchesById, hasKindGin } from './search-walk.repository.ts';
+import { fewDocsOfKind, findMatchesById, hasKindGin } from './search-walk.repository.ts';
 import { rareByStatistics, wordShareByStatistics } from './search-word-stats.service.ts';
 
 /**
@@ -341,7 +342,11 @@ export async function exactDocs(
   let read: Candidate[] | undefined;
   let readCount: number | null = null;
   const statsBounds = { most: searchTuning.statsRareMatches, changedMost: searchTuning.statsChangedRows };
-  if (dialect === 'postgres' && (await rareByStatistics(db, match, ends.stats, statsBounds))) {
+  if (dialect === 'postgres' && most <= fewest && (await onePlanPreview(db, scope, oneRead))) {
+    // A preview of one kind with one plan: its newest `most` matches, walked with that plan, answer the count.
+    read = await walk(most, { ...oneRead, forceWalk: true });
+    readCount = newestCountOf(read, { ...span, cap: fewest }, kinds, most);
+  } else if (dialect === 'postgres' && (await rareByStatistics(db, match, ends.stats, statsBounds))) {
     read = await walk(most, oneRead);
     readCount = newestCountOf(read, { ...span, cap: fewest }, kinds, most);
   }
@@ -540,6 +545,26 @@ export async function exactDocs(
     out = out.concat(tail);
   }
   return refsOf(out);
+}
+
+/**
+ * PostgreSQL, a preview of one kind (at most `fewest` candidates: a column of /search/types): whether its candidates
+ * can be read before any count. Whatever the count of the newest range says, they are the newest `most` matches in
+ * scope (a common query's newest `fewest`, or the recent window's and then older ones up to `most`), so the count only
+ * chose a plan; the caller's messages (read through the index of their words and parties) and networks or media
+ * with few documents in the range (walked through their own ids, fewDocsOfKind) have one plan whatever it says
+ * (docs/search.md, "Previews without a count").
+ */
+async function onePlanPreview(
+  db: Db,
+  scope: Scope,
+  range: { afterId: number; beforeId: number },
+): Promise<boolean> {
+  const [kind] = scope.kinds;
+  if (scope.kinds.length !== 1) return false;
+  if (kind === 'messages') return scope.viewer !== null;
+  // Posts are most documents of a world; users and comments have an index of their own, whose plans the count chooses.
+  return (kind === 'network' || kind === 'media') && fewDocsOfKind(db, scope.kinds, range);
 }
 
 /**

@@ -238,7 +238,7 @@ const FEW_DOCS = 10_000;
  * walking them through search_docs_kind is cheap, while the planner may still read a common word's whole GIN
  * posting list to intersect it with them (177,000 entries, 25 ms, to find 400 media items).
  */
-async function fewDocsOfKind(
+export async function fewDocsOfKind(
   db: Db,
   kinds: readonly DocKind[],
   walk: { beforeId?: number | undefined; afterId?: number | undefined },
