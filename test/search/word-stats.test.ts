@@ -234,19 +234,26 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         }));
         await t.ctx.db.insertInto('posts').values(rows).execute();
       };
-      const send = (i: number) =>
-        call(t, 'POST', '/messages', reader.token, {
-          recipient_uuid: pen.uuid,
-          body: `commonword note ${i}`,
-        });
-      // Old `fadedword` posts (13% of the documents, none among the newest), a few `midword` ones (4%), then
-      // `commonword` in every other of the newest posts and in the reader's messages (22%).
-      await add(Array.from({ length: 15 }, (_, i) => `fadedword old ${i}`));
-      await add(Array.from({ length: 5 }, (_, i) => `midword ${i}`));
-      await add(Array.from({ length: 50 }, (_, i) => `other stuff ${i}`));
-      for (let i = 0; i < 6; i++) await send(i);
+      const send = (body: string) =>
+        call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body });
+      // About 490 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
+      // a page shows whether it was among the ranked candidates (the newest 10, or 2 for a common query).
+      // - `fadedword`: 15 old posts (3.1% of the documents), none among the newest: read up to 2, then walked on;
+      // - `ownword`: 8 old posts and the reader's 6 newest messages (2.9%): the reader's read is their messages, then
+      //   walked on below them;
+      // - `midword`: 10 posts (2.1%, under a quarter of common): read up to 10 at once;
+      // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (5%): common among the newest.
+      const first = (word: string, n: number) =>
+        Array.from({ length: n }, (_, i) => (i === 0 ? `${word} ${word} ${word}` : `${word} old ${i}`));
+      await add(first('fadedword', 15));
+      await add(first('ownword', 8));
+      await add(first('midword', 10));
+      await add(Array.from({ length: 400 }, (_, i) => `other stuff ${i}`));
+      await send('commonword commonword commonword');
+      for (let i = 1; i < 6; i++) await send(`commonword note ${i}`);
       await add(Array.from({ length: 30 }, (_, i) => (i % 2 ? `commonword ${i}` : `filler ${i}`)));
-      for (let i = 6; i < 10; i++) await send(i);
+      for (let i = 6; i < 10; i++) await send(`commonword note ${i}`);
+      for (let i = 0; i < 6; i++) await send(`ownword note ${i}`);
       await sql`analyze search_docs`.execute(t.ctx.db);
       // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
       // ranges; the rare words' bound off, so only the share chooses.
@@ -272,14 +279,13 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
       return {
         uuids: page.data.map((item) => item.uuid),
+        first: (page.data[0] as { body?: string } | undefined)?.body,
         counted: texts.some((s) => /\bas newest\b/.test(s)),
       };
     };
 
-    // commonword: common among the newest (read up to a common query's candidates); fadedword: expected common,
-    // but not among the newest (the window's walk goes on below the read); midword: dense, not common (read up to
-    // the window's candidates); `commonw` a prefix of the first.
-    for (const query of ['commonword', 'commonw', 'fadedword', 'midword']) {
+    // `commonw`: a prefix of `commonword`.
+    for (const query of ['commonword', 'commonw', 'fadedword', 'ownword', 'midword']) {
       it(`\`${query}\`: read without the count, the answer is the counted one, for a guest and a signed-in caller`, async () => {
         for (const viewer of [null, reader.uuid]) {
           const counted = await searchWith(query, viewer, 0);
@@ -291,6 +297,12 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         }
       });
     }
+
+    it('ranks only the newest matches: the oldest, most relevant one leads only when it is among them', async () => {
+      // 15 `fadedword` posts: the newest 10 are ranked, the oldest follows them. 10 `midword` posts: all ranked.
+      assert.equal((await searchWith('fadedword', null, 0.01)).first, 'fadedword old 14');
+      assert.equal((await searchWith('midword', null, 0.01)).first, 'midword midword midword');
+    });
 
     it('a word under the share, or a scope narrowed to a language, is counted', async () => {
       assert.equal((await searchWith('midword', null, 0.5)).counted, true);

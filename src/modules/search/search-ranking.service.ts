@@ -33,9 +33,9 @@ import { rareByStatistics, wordShareByStatistics } from './search-word-stats.ser
  * common when the newest ids say they are not (0 ranges: never asked); see docs/search.md, "Speed". On PostgreSQL,
  * a query whose matches the statistics of the last ANALYZE put at `statsRareMatches` at most, while at most
  * `statsChangedRows` rows changed since, is read through GIN before those counts, which it then answers (0: never;
- * docs/search.md, "Rare words by the statistics"); a word they put in at least `statsDenseShare` of the documents is
- * read in id order from the newest before them, and answers them too (0: never; "Dense words by the statistics").
- * A mutable object so tests can shrink them.
+ * docs/search.md, "Rare words by the statistics"); a word they put in at least `statsDenseShare` of the documents,
+ * with as few rows changed, has its newest matches of the recent window read before them, which answer them too (0:
+ * never; "Dense words by the statistics"). A mutable object so tests can shrink them.
  */
 export const searchTuning = {
   rankedCandidates: 1000,
@@ -60,6 +60,14 @@ export const COMMON_SPAN = 10;
  * "love"), walking ids in order about 0.6 µs each: walking 30,000 ids wins once the words match 1% of the world.
  */
 const DENSE = 100;
+/**
+ * PostgreSQL: a dense word whose share by the statistics is within this factor of common (COMMON_SPAN) is read up to a
+ * common query's candidates first, in id order (exactDocs, "Dense words by the statistics"). Any other is read up to
+ * the window's through the index of recent documents when its share says that reads less: a share 4 times too low
+ * (a prefix whose lexemes the list left out) then still leaves the word short of common, and the index's read at most
+ * about 4 times what the share predicts.
+ */
+const DENSE_HINT_MARGIN = 4;
 /** The two costs above, in µs: a GIN entry read with its row, and a row walked in id order. */
 const GIN_ENTRY_US = 1.4;
 const WALK_ROW_US = 0.6;
@@ -342,16 +350,17 @@ export async function exactDocs(
   let read: Candidate[] | undefined;
   let readCount: number | null = null;
   const statsBounds = { most: searchTuning.statsRareMatches, changedMost: searchTuning.statsChangedRows };
-  if (dialect === 'postgres' && most <= fewest && (await onePlanPreview(db, scope, oneRead))) {
-    // A preview of one kind with one plan: its newest `most` matches, walked with that plan, answer the count.
+  if (dialect === 'postgres' && most === fewest && (await onePlanPreview(db, scope, oneRead))) {
+    // A preview of one kind with one plan: its newest `most` matches answer the count. The caller's messages are read
+    // through the index of their words and parties whatever `forceWalk` says.
     read = await walk(most, { ...oneRead, forceWalk: true });
     readCount = newestCountOf(read, { ...span, cap: fewest }, kinds, most);
   } else if (dialect === 'postgres' && (await rareByStatistics(db, match, ends.stats, statsBounds))) {
     read = await walk(most, oneRead);
     readCount = newestCountOf(read, { ...span, cap: fewest }, kinds, most);
   }
-  // PostgreSQL: whether reading the index of recent documents costs less than walking the window, for a count of the
-  // newest range (`newest`) and a forced walk.
+  // PostgreSQL: the bound of the index of recent documents when reading it costs less than walking the window in id
+  // order, for a count of the newest range and a forced walk; undefined otherwise.
   const bound = ends.recentIndex;
   const recentIndexFor = (newestCount: number, forceWalk: boolean) =>
     forceWalk &&
@@ -367,13 +376,16 @@ export async function exactDocs(
     })
       ? bound
       : undefined;
-  // PostgreSQL, one word the statistics put in `statsDenseShare` of the documents or more: the recent window's newest
-  // matches, read in id order before any count, which they then answer as `read` does (docs/search.md, "Dense words
-  // by the statistics"). A word in one document of COMMON_SPAN or more, expected to be common, is read up to
-  // `fewest` (its newest `fewest` are then the candidates; if it is not, the window's walk goes on below them), any
-  // other up to `most` (the window's candidates). The share only chooses the reads. A signed-in caller's own
-  // messages are read apart, as every walk reads them (pgMessagesApart), so the count is taken from the other kinds'
-  // matches alone: in one read, a caller with many messages holding a common word filled it with them.
+  // PostgreSQL, one word the statistics put in `statsDenseShare` of the documents or more, with at most
+  // `statsChangedRows` rows changed since: the recent window's newest matches, read before any count, which they then
+  // answer as `read` does (docs/search.md, "Dense words by the statistics"). A word within a factor of
+  // DENSE_HINT_MARGIN of common is read up to `fewest`, in id order (if it is common, its newest `fewest` are the
+  // candidates; if not, the window's walk goes on below them, planned from the count); any other up to `most`, the
+  // window's candidates, through the index of recent documents where its share says that reads less. The share only
+  // chooses the reads; the margin bounds what a share too low costs (a prefix's lexemes left out of the list count
+  // nothing). A signed-in caller's own messages are read apart, as every walk reads them (pgMessagesApart), so the
+  // count is taken from the other kinds' matches alone: in one read, a caller with many messages holding a common
+  // word filled it with them.
   let head: Candidate[] | undefined;
   let headLimit = 0;
   if (
@@ -382,10 +394,10 @@ export async function exactDocs(
     dialect === 'postgres' &&
     denseHintFits(scope, span, recent)
   ) {
-    const share = await wordShareByStatistics(db, match, ends.stats);
-    const { statsDenseShare } = searchTuning;
+    const { statsDenseShare, statsChangedRows } = searchTuning;
+    const share = await wordShareByStatistics(db, match, ends.stats, statsChangedRows);
     if (share !== null && statsDenseShare > 0 && share >= statsDenseShare) {
-      headLimit = share * COMMON_SPAN >= 1 ? fewest : most;
+      headLimit = share * COMMON_SPAN * DENSE_HINT_MARGIN >= 1 ? fewest : most;
       const estimated = share * (span.toId - span.afterId);
       const recentIndex = headLimit === most ? recentIndexFor(estimated, true) : undefined;
       // The other kinds' ids end at `top`: above it lie only messages (every id of a seeded world's newest 50,000).
@@ -404,6 +416,7 @@ export async function exactDocs(
         headOf({ ...scope, kinds }, true, top + 1),
         mine ? headOf({ ...scope, kinds: ['messages'] }, false, last + 1) : [],
       ]);
+      // Never null: every match read is of the counted kinds, so a full read reaches the cap or below the range.
       readCount = newestCountOf(others, { ...span, cap: fewest }, kinds, headLimit);
       if (readCount !== null) head = [...own, ...others].sort((a, b) => b.id - a.id).slice(0, headLimit);
     }
@@ -548,7 +561,7 @@ export async function exactDocs(
 }
 
 /**
- * PostgreSQL, a preview of one kind (at most `fewest` candidates: a column of /search/types): whether its candidates
+ * PostgreSQL, a preview of one kind (exactly `fewest` candidates: a column of /search/types): whether its candidates
  * can be read before any count. Whatever the count of the newest range says, they are the newest `most` matches in
  * scope (a common query's newest `fewest`, or the recent window's and then older ones up to `most`), so the count only
  * chose a plan; the caller's messages (read through the index of their words and parties) and networks or media

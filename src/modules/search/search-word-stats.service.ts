@@ -126,15 +126,18 @@ export function wordShare(match: Match, stats: LexemeStats): number | null {
 }
 
 /**
- * PostgreSQL: wordShare by the statistics of the last ANALYZE, however many rows changed since (a stale share costs a
- * plan, never an answer: docs/search.md, "Dense words by the statistics"); null when they cannot tell.
+ * PostgreSQL: wordShare by the statistics of the last ANALYZE, while at most `changedMost` rows of search_docs changed
+ * since (a share of older statistics could choose a read far from the word's density now: docs/search.md, "Dense
+ * words by the statistics"); null when they cannot tell, or are older.
  */
 export async function wordShareByStatistics(
   db: Db,
   match: Match,
   freshness: StatsFreshness | undefined,
+  changedMost: number,
 ): Promise<number | null> {
-  if (freshness?.analyzedAt == null || match.stem || match.terms.length !== 1) return null;
+  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
+  if (match.stem || match.terms.length !== 1) return null;
   const stats = await lexemeStatsOf(db, freshness.analyzedAt);
   return stats === null ? null : wordShare(match, stats);
 }
