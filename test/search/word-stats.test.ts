@@ -236,19 +236,19 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       };
       const send = (body: string) =>
         call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body });
-      // About 490 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
+      // About 190 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
       // a page shows whether it was among the ranked candidates (the newest 10, or 2 for a common query).
-      // - `fadedword`: 15 old posts (3.1% of the documents), none among the newest: read up to 2, then walked on;
-      // - `ownword`: 8 old posts and the reader's 6 newest messages (2.9%): the reader's read is their messages, then
+      // - `fadedword`: 30 old posts (16% of the documents), none among the newest: read up to 2, then walked on;
+      // - `ownword`: 24 old posts and the reader's 6 newest messages (16%): the reader's read is their messages, then
       //   walked on below them;
-      // - `midword`: 10 posts (2.1%, under a quarter of common): read up to 10 at once;
-      // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (5%): common among the newest.
+      // - `midword`: 10 posts (5%, under common): read up to 10 at once;
+      // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (13%): common among the newest.
       const first = (word: string, n: number) =>
         Array.from({ length: n }, (_, i) => (i === 0 ? `${word} ${word} ${word}` : `${word} old ${i}`));
-      await add(first('fadedword', 15));
-      await add(first('ownword', 8));
+      await add(first('fadedword', 30));
+      await add(first('ownword', 24));
       await add(first('midword', 10));
-      await add(Array.from({ length: 400 }, (_, i) => `other stuff ${i}`));
+      await add(Array.from({ length: 80 }, (_, i) => `other stuff ${i}`));
       await send('commonword commonword commonword');
       for (let i = 1; i < 6; i++) await send(`commonword note ${i}`);
       await add(Array.from({ length: 30 }, (_, i) => (i % 2 ? `commonword ${i}` : `filler ${i}`)));
@@ -299,8 +299,8 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     }
 
     it('ranks only the newest matches: the oldest, most relevant one leads only when it is among them', async () => {
-      // 15 `fadedword` posts: the newest 10 are ranked, the oldest follows them. 10 `midword` posts: all ranked.
-      assert.equal((await searchWith('fadedword', null, 0.01)).first, 'fadedword old 14');
+      // 30 `fadedword` posts: the newest 10 are ranked, the oldest follows them. 10 `midword` posts: all ranked.
+      assert.equal((await searchWith('fadedword', null, 0.01)).first, 'fadedword old 29');
       assert.equal((await searchWith('midword', null, 0.01)).first, 'midword midword midword');
     });
 

@@ -61,11 +61,11 @@ export const COMMON_SPAN = 10;
  */
 const DENSE = 100;
 /**
- * PostgreSQL: a dense word whose share by the statistics is within this factor of common (COMMON_SPAN) is read up to a
- * common query's candidates first, in id order (exactDocs, "Dense words by the statistics"). Any other is read up to
- * the window's through the index of recent documents when its share says that reads less: a share 4 times too low
- * (a prefix whose lexemes the list left out) then still leaves the word short of common, and the index's read at most
- * about 4 times what the share predicts.
+ * PostgreSQL: a dense word read before its count (exactDocs, "Dense words by the statistics") goes through the index of
+ * recent documents only when its share by the statistics is more than this factor short of common (COMMON_SPAN), and
+ * the share says that reads less than walking the window. That index is read whole above its bound, matches past the
+ * limit included: a share 4 times too low (a prefix whose lexemes the list left out) then reads at most about 4 times
+ * the entries it predicts, and a word at most one document in COMMON_SPAN.
  */
 const DENSE_HINT_MARGIN = 4;
 /** The two costs above, in µs: a GIN entry read with its row, and a row walked in id order. */
@@ -378,14 +378,15 @@ export async function exactDocs(
       : undefined;
   // PostgreSQL, one word the statistics put in `statsDenseShare` of the documents or more, with at most
   // `statsChangedRows` rows changed since: the recent window's newest matches, read before any count, which they then
-  // answer as `read` does (docs/search.md, "Dense words by the statistics"). A word within a factor of
-  // DENSE_HINT_MARGIN of common is read up to `fewest`, in id order (if it is common, its newest `fewest` are the
-  // candidates; if not, the window's walk goes on below them, planned from the count); any other up to `most`, the
-  // window's candidates, through the index of recent documents where its share says that reads less. The share only
-  // chooses the reads; the margin bounds what a share too low costs (a prefix's lexemes left out of the list count
-  // nothing). A signed-in caller's own messages are read apart, as every walk reads them (pgMessagesApart), so the
-  // count is taken from the other kinds' matches alone: in one read, a caller with many messages holding a common
-  // word filled it with them.
+  // answer as `read` does (docs/search.md, "Dense words by the statistics"). A word in one document of COMMON_SPAN or
+  // more, expected to be common, is read up to `fewest` (if it is, its newest `fewest` are the candidates; if not, the
+  // window's walk goes on below them, planned from the count); any other up to `most`, the window's candidates, in
+  // id order, or through the index of recent documents where its share says that reads less and is more than
+  // DENSE_HINT_MARGIN times short of common. The share only chooses the reads; the margin bounds what a share too low
+  // costs (a prefix's lexemes left out of the list count nothing): an id-order walk stops within the window whatever
+  // the word's density, the index's read does not. A signed-in caller's own messages are read apart, as every walk
+  // reads them (pgMessagesApart), so the count is taken from the other kinds' matches alone: in one read, a caller
+  // with many messages holding a common word filled it with them.
   let head: Candidate[] | undefined;
   let headLimit = 0;
   if (
@@ -397,9 +398,10 @@ export async function exactDocs(
     const { statsDenseShare, statsChangedRows } = searchTuning;
     const share = await wordShareByStatistics(db, match, ends.stats, statsChangedRows);
     if (share !== null && statsDenseShare > 0 && share >= statsDenseShare) {
-      headLimit = share * COMMON_SPAN * DENSE_HINT_MARGIN >= 1 ? fewest : most;
+      headLimit = share * COMMON_SPAN >= 1 ? fewest : most;
       const estimated = share * (span.toId - span.afterId);
-      const recentIndex = headLimit === most ? recentIndexFor(estimated, true) : undefined;
+      const indexed = headLimit === most && share * COMMON_SPAN * DENSE_HINT_MARGIN < 1;
+      const recentIndex = indexed ? recentIndexFor(estimated, true) : undefined;
       // The other kinds' ids end at `top`: above it lie only messages (every id of a seeded world's newest 50,000).
       const headOf = (of: Scope, forceWalk: boolean, beforeId: number) =>
         findMatchesById(db, dialect, match, of, {
