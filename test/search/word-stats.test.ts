@@ -6,7 +6,12 @@ import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { search } from '../../src/modules/search/search.service.ts';
-import { newestCountOf, searchTuning } from '../../src/modules/search/search-ranking.service.ts';
+import { refreshRecentIndex } from '../../src/modules/search/search-index.repository.ts';
+import {
+  denseHeadPlan,
+  newestCountOf,
+  searchTuning,
+} from '../../src/modules/search/search-ranking.service.ts';
 import {
   matchesAtMost,
   wordShare,
@@ -117,6 +122,38 @@ describe('wordShare', () => {
     assert.equal(wordShare({ terms: ['love', 'coffee'] }, listed), null);
     assert.equal(wordShare({ terms: ['love'], stem: 'en' }, listed), null);
     assert.equal(wordShare({ terms: ['1e5x'] }, listed), null);
+  });
+});
+
+describe('denseHeadPlan', () => {
+  // The seeded world: the newest 2,000 ids counted, a window of 30,000, an index of recent documents 50,000 ids deep.
+  const seeded = {
+    changedSince: 0,
+    fewest: 200,
+    most: 1000,
+    spanIds: 2000,
+    windowIds: 30_000,
+    indexIds: 50_000,
+  };
+  it("reads a word expected to be common up to a common query's candidates, in id order", () => {
+    assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.5 }), { limit: 200, viaIndex: false });
+    assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.1 }), { limit: 200, viaIndex: false });
+  });
+  it("reads `love` (1.7%) and `mus` (3.6%) up to the window's candidates through the index, `was` (8.3%) in id order", () => {
+    assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.0166 }), { limit: 1000, viaIndex: true });
+    assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.0364 }), { limit: 1000, viaIndex: true });
+    assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.083 }), { limit: 1000, viaIndex: false });
+  });
+  it('leaves it to the count when the index reads less by the share but not with the changed rows, or near common', () => {
+    assert.equal(denseHeadPlan({ ...seeded, share: 0.0166, changedSince: 10_000 }), undefined);
+    // Within twice of common (5%), where the index still reads less by the share (a small index).
+    assert.equal(denseHeadPlan({ ...seeded, indexIds: 20_000, share: 0.06 }), undefined);
+  });
+  it('walks in id order without an index above the window', () => {
+    assert.deepEqual(denseHeadPlan({ ...seeded, indexIds: null, share: 0.0166 }), {
+      limit: 1000,
+      viaIndex: false,
+    });
   });
 });
 
@@ -236,18 +273,18 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       };
       const send = (body: string) =>
         call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body });
-      // About 190 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
+      // About 195 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
       // a page shows whether it was among the ranked candidates (the newest 10, or 2 for a common query).
-      // - `fadedword`: 30 old posts (16% of the documents), none among the newest: read up to 2, then walked on;
-      // - `ownword`: 24 old posts and the reader's 6 newest messages (16%): the reader's read is their messages, then
+      // - `fadedword`: 30 old posts (15% of the documents), none among the newest: read up to 2, then walked on;
+      // - `ownword`: 24 old posts and the reader's 6 newest messages (15%): the reader's read is their messages, then
       //   walked on below them;
-      // - `midword`: 10 posts (5%, under common): read up to 10 at once;
+      // - `midword`: 12 posts (6%, under common): read up to 10 at once, the 2 oldest then older than the candidates;
       // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (13%): common among the newest.
       const first = (word: string, n: number) =>
         Array.from({ length: n }, (_, i) => (i === 0 ? `${word} ${word} ${word}` : `${word} old ${i}`));
       await add(first('fadedword', 30));
       await add(first('ownword', 24));
-      await add(first('midword', 10));
+      await add(first('midword', 12));
       await add(Array.from({ length: 80 }, (_, i) => `other stuff ${i}`));
       await send('commonword commonword commonword');
       for (let i = 1; i < 6; i++) await send(`commonword note ${i}`);
@@ -299,9 +336,9 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     }
 
     it('ranks only the newest matches: the oldest, most relevant one leads only when it is among them', async () => {
-      // 30 `fadedword` posts: the newest 10 are ranked, the oldest follows them. 10 `midword` posts: all ranked.
+      // 30 `fadedword` posts and 12 `midword` posts: the newest 10 of each are ranked, the oldest follows them.
       assert.equal((await searchWith('fadedword', null, 0.01)).first, 'fadedword old 29');
-      assert.equal((await searchWith('midword', null, 0.01)).first, 'midword midword midword');
+      assert.equal((await searchWith('midword', null, 0.01)).first, 'midword old 11');
     });
 
     it('a word under the share, or a scope narrowed to a language, is counted', async () => {
@@ -311,6 +348,79 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await search({ ...t.ctx, readDb: db }, null, { query: 'commonword', language: 'en', limit: 20 });
       const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
       assert.ok(texts.some((s) => /\bas newest\b/.test(s)));
+    });
+  });
+}
+
+for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
+  describe(`search: a dense word read through the index of recent documents [${dialect.name}]`, () => {
+    let t: TestApp;
+    let reader: TestUser;
+    const standard = { ...searchTuning };
+    const standardTiming = { ...wordStatsTiming };
+
+    before(async () => {
+      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+      const author = await t.createUser('author');
+      reader = await t.createUser('reader');
+      const pen = await t.createUser('penpal');
+      // 1,200 posts, `idxword` in one of 33 (3%), the first of them the most relevant; the reader's message holds it.
+      const now = nowIso();
+      const rows = Array.from({ length: 1200 }, (_, i) => ({
+        uuid: uuidv7(),
+        user_uuid: author.uuid,
+        body: i === 0 ? 'idxword idxword idxword' : i % 33 === 0 ? `idxword ${i}` : `other words ${i}`,
+        visibility: 'public',
+        language: 'en',
+        created_at: now,
+        updated_at: now,
+      }));
+      for (let i = 0; i < rows.length; i += 200) {
+        await t.ctx.db
+          .insertInto('posts')
+          .values(rows.slice(i, i + 200))
+          .execute();
+      }
+      await call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body: 'idxword note' });
+      // 50 ranked candidates (10 for a common query: the newest 100 ids counted), a window of 300 ids above the
+      // index's bound, 375 ids below the newest.
+      Object.assign(searchTuning, {
+        rankedCandidates: 50,
+        recentDocs: 300,
+        spreadRanges: 0,
+        statsRareMatches: 0,
+      });
+      await refreshRecentIndex(t.ctx.db, searchTuning.recentDocs);
+      await sql`analyze search_docs`.execute(t.ctx.db);
+      wordStatsTiming.settleMs = 0;
+    });
+    after(async () => {
+      Object.assign(searchTuning, standard);
+      Object.assign(wordStatsTiming, standardTiming);
+      await t?.close();
+    });
+
+    it('reads the window through that index before any count, and answers as the counted path', async () => {
+      for (const viewer of [null, reader.uuid]) {
+        const run = async (statsDenseShare: number) => {
+          searchTuning.statsDenseShare = statsDenseShare;
+          const { db, nodes } = recordingQueries(t.ctx.db);
+          const page = await search({ ...t.ctx, readDb: db }, viewer, { query: 'idxword', limit: 50 });
+          const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
+          return {
+            uuids: page.data.map((item) => item.uuid),
+            counted: texts.some((s) => /\bas newest\b/.test(s)),
+            indexed: texts.filter((s) => s.includes('strip(d.tsv)')).length,
+          };
+        };
+        const counted = await run(0);
+        assert.equal(counted.counted, true);
+        const read = await run(0.01);
+        assert.equal(read.counted, false, 'the statistics call it dense');
+        assert.equal(read.indexed, 1, 'one read of the window, through the index of recent documents');
+        assert.deepEqual(read.uuids, counted.uuids);
+        assert.equal(read.uuids.length, viewer === null ? 37 : 38);
+      }
     });
   });
 }

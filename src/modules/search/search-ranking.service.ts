@@ -61,11 +61,10 @@ export const COMMON_SPAN = 10;
  */
 const DENSE = 100;
 /**
- * PostgreSQL: a dense word read before its count (exactDocs, "Dense words by the statistics") goes through the index of
- * recent documents only when its share by the statistics is more than this factor short of common (COMMON_SPAN), and
- * the share says that reads less than walking the window. That index is read whole above its bound, matches past the
- * limit included, so a share too low (a prefix whose lexemes the list left out) costs entries: twice too low, the
- * read is still of a word at most one document in COMMON_SPAN. On the seeded world the listed shares of six prefixes
+ * PostgreSQL: a dense word read before its count goes through the index of recent documents only when its share by the
+ * statistics is more than this factor short of common (COMMON_SPAN; denseHeadPlan). That index is read whole above its
+ * bound, matches past the limit included, so a share too low (a prefix whose lexemes the list left out) costs
+ * entries: twice too low, the read is still of a word at most one document in COMMON_SPAN. On the seeded world the listed shares of six prefixes
  * were 0.8-1.4 times their density among the newest 30,000 documents (`lov` 1.66% against 2.10%, `mus` 3.64% against
  * 3.07%); at 4, `mus` walked its window in id order instead of reading the index, and served a third fewer searches.
  */
@@ -166,6 +165,43 @@ export function rareEverywhereEstimate(d: {
   if (found === 0) return true;
   return d.countedIds > 0 && (found * d.allIds) / d.countedIds <= d.most;
 }
+/**
+ * PostgreSQL, a one-word query the statistics put among the dense (exactDocs, "Dense words by the statistics"): how
+ * many of the recent window's newest matches to read before any count, and whether through the index of recent
+ * documents (`indexIds` ids above its bound, null when the window does not lie above it); undefined when the count
+ * should decide. A word in one document of COMMON_SPAN or more is read up to a common query's `fewest`, in id order;
+ * any other up to `most`, in id order, or through the index where recentIndexCheaper says it reads less by the share.
+ * That index is read whole above its bound, past any limit, so it is taken only when it still reads less with every
+ * row changed since the analysis counted as a match, and the word more than DENSE_HINT_MARGIN times short of common;
+ * otherwise the count decides, as before, rather than an id-order walk replacing a read of the index.
+ */
+export function denseHeadPlan(d: {
+  share: number;
+  changedSince: number;
+  fewest: number;
+  most: number;
+  spanIds: number;
+  windowIds: number;
+  indexIds: number | null;
+}): { limit: number; viaIndex: boolean } | undefined {
+  if (d.share * COMMON_SPAN >= 1) return { limit: d.fewest, viaIndex: false };
+  const { indexIds } = d;
+  const cheaper = (share: number) =>
+    indexIds !== null &&
+    recentIndexCheaper({
+      newest: share * d.spanIds,
+      spanIds: d.spanIds,
+      indexIds,
+      windowIds: d.windowIds,
+      most: d.most,
+    });
+  if (!cheaper(d.share)) return { limit: d.most, viaIndex: false };
+  const worst = d.share + d.changedSince / (indexIds as number);
+  if (d.share * COMMON_SPAN * DENSE_HINT_MARGIN < 1 && cheaper(worst))
+    return { limit: d.most, viaIndex: true };
+  return undefined;
+}
+
 /**
  * The count of the newest range (ids in (`afterId`, `toId`], documents of `kinds`, up to `cap`) taken from a read of
  * the newest `most` matches in scope, newest first: exact when the read holds every match of the range (it ended
@@ -380,15 +416,11 @@ export async function exactDocs(
       : undefined;
   // PostgreSQL, one word the statistics put in `statsDenseShare` of the documents or more, with at most
   // `statsChangedRows` rows changed since: the recent window's newest matches, read before any count, which they then
-  // answer as `read` does (docs/search.md, "Dense words by the statistics"). A word in one document of COMMON_SPAN or
-  // more, expected to be common, is read up to `fewest` (if it is, its newest `fewest` are the candidates; if not, the
-  // window's walk goes on below them, planned from the count); any other up to `most`, the window's candidates, in
-  // id order, or through the index of recent documents where its share says that reads less and is more than
-  // DENSE_HINT_MARGIN times short of common. The share only chooses the reads; the margin bounds what a share too low
-  // costs (a prefix's lexemes left out of the list count nothing): an id-order walk stops within the window whatever
-  // the word's density, the index's read does not. A signed-in caller's own messages are read apart, as every walk
-  // reads them (pgMessagesApart), so the count is taken from the other kinds' matches alone: in one read, a caller
-  // with many messages holding a common word filled it with them.
+  // answer as `read` does (docs/search.md, "Dense words by the statistics"); denseHeadPlan says how many and how. Read
+  // up to `fewest`, a word that is common has its candidates; one that is not has the window's walk go on below them,
+  // planned from the count. The share only chooses the reads. A signed-in caller's own messages are read apart, as
+  // every walk reads them (pgMessagesApart), so the count is taken from the other kinds' matches alone: in one read, a
+  // caller with many messages holding a common word filled it with them.
   let head: Candidate[] | undefined;
   let headLimit = 0;
   if (
@@ -398,12 +430,23 @@ export async function exactDocs(
     denseHintFits(scope, span, recent)
   ) {
     const { statsDenseShare, statsChangedRows } = searchTuning;
-    const share = await wordShareByStatistics(db, match, ends.stats, statsChangedRows);
-    if (share !== null && statsDenseShare > 0 && share >= statsDenseShare) {
-      headLimit = share * COMMON_SPAN >= 1 ? fewest : most;
-      const estimated = share * (span.toId - span.afterId);
-      const indexed = headLimit === most && share * COMMON_SPAN * DENSE_HINT_MARGIN < 1;
-      const recentIndex = indexed ? recentIndexFor(estimated, true) : undefined;
+    const share =
+      statsDenseShare > 0 ? await wordShareByStatistics(db, match, ends.stats, statsChangedRows) : null;
+    const plan =
+      share !== null && share >= statsDenseShare
+        ? denseHeadPlan({
+            share,
+            changedSince: ends.stats?.changedSince ?? 0,
+            fewest,
+            most,
+            spanIds: span.toId - span.afterId,
+            windowIds: last - recent,
+            indexIds: bound !== undefined && recent >= bound ? top - bound : null,
+          })
+        : undefined;
+    if (plan) {
+      headLimit = plan.limit;
+      const recentIndex = plan.viaIndex ? bound : undefined;
       // The other kinds' ids end at `top`: above it lie only messages (every id of a seeded world's newest 50,000).
       const headOf = (of: Scope, forceWalk: boolean, beforeId: number) =>
         findMatchesById(db, dialect, match, of, {
