@@ -46,7 +46,6 @@ for (const dialect of testDialects()) {
       await t?.close();
     });
 
-    // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
     const columns = async (): Promise<Record<string, string[]>> => {
       const data = await getFresh(t, '/search/types?query=nebula&limit=5', reader.token);
       // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
