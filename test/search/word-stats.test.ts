@@ -29,6 +29,40 @@ const stats = {
   minFreq: 0.002,
   rows: 1000,
 };
+const standard = { ...searchTuning };
+const standardTiming = { ...wordStatsTiming };
+
+/** Analyzes the index and applies `tuning`, the statistics usable at once (the analysis has committed). */
+async function analyzeWith(t: TestApp, tuning: Partial<typeof searchTuning>): Promise<void> {
+  await sql`analyze search_docs`.execute(t.ctx.db);
+  Object.assign(searchTuning, tuning);
+  // write-path-cost.test.ts checks the wait after an analysis, skipped here.
+  wordStatsTiming.settleMs = 0;
+}
+
+/** Puts the tuning and the statistics' timing back. */
+function restoreTuning(): void {
+  Object.assign(searchTuning, standard);
+  Object.assign(wordStatsTiming, standardTiming);
+}
+
+/** Stores public English posts by one author straight into the database, in order (the index's trigger indexes them). */
+async function insertPosts(t: TestApp, authorUuid: string, bodies: string[]): Promise<void> {
+  const now = nowIso();
+  for (let i = 0; i < bodies.length; i += 200) {
+    const rows = bodies.slice(i, i + 200).map((body) => ({
+      uuid: uuidv7(),
+      user_uuid: authorUuid,
+      body,
+      visibility: 'public',
+      language: 'en',
+      created_at: now,
+      updated_at: now,
+    }));
+    await t.ctx.db.insertInto('posts').values(rows).execute();
+  }
+}
+
 const near = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) < 1e-6, `${actual}`);
 
 describe('matchesAtMost', () => {
@@ -179,45 +213,22 @@ describe('newestCountOf', () => {
 for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
   describe(`search: the same answers with and without the statistics [${dialect.name}]`, () => {
     let t: TestApp;
-    const standard = { ...searchTuning };
-    const standardTiming = { ...wordStatsTiming };
 
     before(async () => {
       t = await startTestApp(dialect);
       const author = await t.createUser();
-      const add = async (bodies: string[]) => {
-        const now = nowIso();
-        const rows = bodies.map((body) => ({
-          uuid: uuidv7(),
-          user_uuid: author.uuid,
-          body,
-          visibility: 'public',
-          language: 'en',
-          created_at: now,
-          updated_at: now,
-        }));
-        await t.ctx.db.insertInto('posts').values(rows).execute();
-      };
+      const add = (bodies: string[]) => insertPosts(t, author.uuid, bodies);
       // An old post dense with `trendword` and one with `oldword`, then 50 others, then 5 newer `trendword` posts:
       // the newest range holds more than a common query's candidates of it.
       await add(['trendword trendword trendword trendword', 'an oldword post', 'oldword oldword oldword']);
       await add(Array.from({ length: 50 }, (_, i) => `other stuff ${i}`));
       await add(Array.from({ length: 5 }, (_, i) => `trendword in a long post with many other words ${i}`));
-      await sql`analyze search_docs`.execute(t.ctx.db);
       // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
       // ranges; the statistics call a word of at most 20 documents rare, whatever changed since, and none dense.
-      Object.assign(searchTuning, {
-        rankedCandidates: 10,
-        recentDocs: 1000,
-        spreadRanges: 0,
-        statsDenseShare: 0,
-      });
-      // Used at once after the analysis, which has committed (write-path-cost.test.ts checks the wait).
-      wordStatsTiming.settleMs = 0;
+      await analyzeWith(t, { rankedCandidates: 10, recentDocs: 1000, spreadRanges: 0, statsDenseShare: 0 });
     });
     after(async () => {
-      Object.assign(searchTuning, standard);
-      Object.assign(wordStatsTiming, standardTiming);
+      restoreTuning();
       await t?.close();
     });
 
@@ -250,27 +261,13 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
   describe(`search: dense words read before the count [${dialect.name}]`, () => {
     let t: TestApp;
     let reader: TestUser;
-    const standard = { ...searchTuning };
-    const standardTiming = { ...wordStatsTiming };
 
     before(async () => {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
       const author = await t.createUser('author');
       reader = await t.createUser('reader');
       const pen = await t.createUser('penpal');
-      const add = async (bodies: string[]) => {
-        const now = nowIso();
-        const rows = bodies.map((body) => ({
-          uuid: uuidv7(),
-          user_uuid: author.uuid,
-          body,
-          visibility: 'public',
-          language: 'en',
-          created_at: now,
-          updated_at: now,
-        }));
-        await t.ctx.db.insertInto('posts').values(rows).execute();
-      };
+      const add = (bodies: string[]) => insertPosts(t, author.uuid, bodies);
       const send = (body: string) =>
         call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body });
       // About 195 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
@@ -291,20 +288,12 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await add(Array.from({ length: 30 }, (_, i) => (i % 2 ? `commonword ${i}` : `filler ${i}`)));
       for (let i = 6; i < 10; i++) await send(`commonword note ${i}`);
       for (let i = 0; i < 6; i++) await send(`ownword note ${i}`);
-      await sql`analyze search_docs`.execute(t.ctx.db);
       // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
       // ranges; the rare words' bound off, so only the share chooses.
-      Object.assign(searchTuning, {
-        rankedCandidates: 10,
-        recentDocs: 1000,
-        spreadRanges: 0,
-        statsRareMatches: 0,
-      });
-      wordStatsTiming.settleMs = 0;
+      await analyzeWith(t, { rankedCandidates: 10, recentDocs: 1000, spreadRanges: 0, statsRareMatches: 0 });
     });
     after(async () => {
-      Object.assign(searchTuning, standard);
-      Object.assign(wordStatsTiming, standardTiming);
+      restoreTuning();
       await t?.close();
     });
 
@@ -356,8 +345,6 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
   describe(`search: a dense word read through the index of recent documents [${dialect.name}]`, () => {
     let t: TestApp;
     let reader: TestUser;
-    const standard = { ...searchTuning };
-    const standardTiming = { ...wordStatsTiming };
 
     before(async () => {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
@@ -365,38 +352,21 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       reader = await t.createUser('reader');
       const pen = await t.createUser('penpal');
       // 1,200 posts, `idxword` in one of 33 (3%), the first of them the most relevant; the reader's message holds it.
-      const now = nowIso();
-      const rows = Array.from({ length: 1200 }, (_, i) => ({
-        uuid: uuidv7(),
-        user_uuid: author.uuid,
-        body: i === 0 ? 'idxword idxword idxword' : i % 33 === 0 ? `idxword ${i}` : `other words ${i}`,
-        visibility: 'public',
-        language: 'en',
-        created_at: now,
-        updated_at: now,
-      }));
-      for (let i = 0; i < rows.length; i += 200) {
-        await t.ctx.db
-          .insertInto('posts')
-          .values(rows.slice(i, i + 200))
-          .execute();
-      }
+      await insertPosts(
+        t,
+        author.uuid,
+        Array.from({ length: 1200 }, (_, i) =>
+          i === 0 ? 'idxword idxword idxword' : i % 33 === 0 ? `idxword ${i}` : `other words ${i}`,
+        ),
+      );
       await call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body: 'idxword note' });
       // 50 ranked candidates (10 for a common query: the newest 100 ids counted), a window of 300 ids above the
       // index's bound, 375 ids below the newest.
-      Object.assign(searchTuning, {
-        rankedCandidates: 50,
-        recentDocs: 300,
-        spreadRanges: 0,
-        statsRareMatches: 0,
-      });
-      await refreshRecentIndex(t.ctx.db, searchTuning.recentDocs);
-      await sql`analyze search_docs`.execute(t.ctx.db);
-      wordStatsTiming.settleMs = 0;
+      await refreshRecentIndex(t.ctx.db, 300);
+      await analyzeWith(t, { rankedCandidates: 50, recentDocs: 300, spreadRanges: 0, statsRareMatches: 0 });
     });
     after(async () => {
-      Object.assign(searchTuning, standard);
-      Object.assign(wordStatsTiming, standardTiming);
+      restoreTuning();
       await t?.close();
     });
 
