@@ -173,7 +173,7 @@ describe('denseHeadPlan', () => {
     assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.5 }), { limit: 200, viaIndex: false });
     assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.1 }), { limit: 200, viaIndex: false });
   });
-  it("reads `love` (1.7%) and `mus` (3.6%) up to the window's candidates through the index, `was` (8.3%) in id order", () => {
+  it("reads `lov` (1.7%) and `mus` (3.6%) up to the window's candidates through the index, `was` (8.3%) in id order", () => {
     assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.0166 }), { limit: 1000, viaIndex: true });
     assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.0364 }), { limit: 1000, viaIndex: true });
     assert.deepEqual(denseHeadPlan({ ...seeded, share: 0.083 }), { limit: 1000, viaIndex: false });

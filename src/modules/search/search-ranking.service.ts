@@ -34,8 +34,9 @@ import { rareByStatistics, wordShareByStatistics } from './search-word-stats.ser
  * a query whose matches the statistics of the last ANALYZE put at `statsRareMatches` at most, while at most
  * `statsChangedRows` rows changed since, is read through GIN before those counts, which it then answers (0: never;
  * docs/search.md, "Rare words by the statistics"); a word they put in at least `statsDenseShare` of the documents,
- * with as few rows changed, has its newest matches of the recent window read before them, which answer them too (0:
- * never; "Dense words by the statistics"). A mutable object so tests can shrink them.
+ * with as few rows changed, has its newest matches of the recent window read before them when denseHeadPlan gives a
+ * plan, and those answer them too (0: never; "Dense words by the statistics"). A mutable object so tests can shrink
+ * them.
  */
 export const searchTuning = {
   rankedCandidates: 1000,
@@ -64,9 +65,10 @@ const DENSE = 100;
  * PostgreSQL: a dense word read before its count goes through the index of recent documents only when its share by the
  * statistics is more than this factor short of common (COMMON_SPAN; denseHeadPlan). That index is read whole above its
  * bound, matches past the limit included, so a share too low (a prefix whose lexemes the list left out) costs
- * entries: twice too low, the read is still of a word at most one document in COMMON_SPAN. On the seeded world the listed shares of six prefixes
- * were 0.8-1.4 times their density among the newest 30,000 documents (`lov` 1.66% against 2.10%, `mus` 3.64% against
- * 3.07%); at 4, `mus` walked its window in id order instead of reading the index, and served a third fewer searches.
+ * entries: twice too low, the read is still of a word at most one document in COMMON_SPAN. On the seeded world the
+ * listed shares of six prefixes were 0.8-1.4 times their density among the newest 30,000 documents (`lov` 1.66%
+ * against 2.10%, `mus` 3.64% against 3.07%); at 4, `mus` walked its window in id order instead of reading the index,
+ * and served a third fewer searches.
  */
 const DENSE_HINT_MARGIN = 2;
 /** The two costs above, in µs: a GIN entry read with its row, and a row walked in id order. */
@@ -415,8 +417,8 @@ export async function exactDocs(
       ? bound
       : undefined;
   // PostgreSQL, one word the statistics put in `statsDenseShare` of the documents or more, with at most
-  // `statsChangedRows` rows changed since: the recent window's newest matches, read before any count, which they then
-  // answer as `read` does (docs/search.md, "Dense words by the statistics"); denseHeadPlan says how many and how. Read
+  // `statsChangedRows` rows changed since: the recent window's newest matches, read before any count when denseHeadPlan
+  // gives a plan, which they then answer as `read` does (docs/search.md, "Dense words by the statistics"). Read
   // up to `fewest`, a word that is common has its candidates; one that is not has the window's walk go on below them,
   // planned from the count. The share only chooses the reads. A signed-in caller's own messages are read apart, as
   // every walk reads them (pgMessagesApart), so the count is taken from the other kinds' matches alone: in one read, a
