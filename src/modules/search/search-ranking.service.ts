@@ -22,7 +22,7 @@ import {
   spreadIdRanges,
 } from './search-density.repository.ts';
 import { docIdRanges, newestIdBelow } from './search-ends.repository.ts';
-import { fewDocsOfKind, findMatchesById, hasKindGin } from './search-walk.repository.ts';
+import { fewDocsOfKind, findMatchesById, hasKindGin, type IdWalk, merged } from './search-walk.repository.ts';
 import { rareByStatistics, wordShareByStatistics } from './search-word-stats.service.ts';
 
 /**
@@ -401,16 +401,17 @@ export async function exactDocs(
   }
   // PostgreSQL: the bound of the index of recent documents when reading it costs less than walking the window in id
   // order, for a count of the newest range and a forced walk; undefined otherwise.
+  // The ids that index holds up to the newest document, when the window lies above its bound (null otherwise).
   const bound = ends.recentIndex;
+  const indexIds = bound !== undefined && recent >= bound ? top - bound : null;
   const recentIndexFor = (newestCount: number, forceWalk: boolean) =>
     forceWalk &&
     match.terms.length === 1 &&
-    bound !== undefined &&
-    recent >= bound &&
+    indexIds !== null &&
     recentIndexCheaper({
       newest: newestCount,
       spanIds: span.toId - span.afterId,
-      indexIds: top - bound,
+      indexIds,
       windowIds: last - recent,
       most,
     })
@@ -443,31 +444,41 @@ export async function exactDocs(
             most,
             spanIds: span.toId - span.afterId,
             windowIds: last - recent,
-            indexIds: bound !== undefined && recent >= bound ? top - bound : null,
+            indexIds,
           })
         : undefined;
     if (plan) {
       headLimit = plan.limit;
       const recentIndex = plan.viaIndex ? bound : undefined;
+      const headWalk: IdWalk = {
+        direction: 'desc',
+        afterId: recent,
+        withText: true,
+        offset: 0,
+        limit: headLimit,
+      };
       // The other kinds' ids end at `top`: above it lie only messages (every id of a seeded world's newest 50,000).
-      const headOf = (of: Scope, forceWalk: boolean, beforeId: number) =>
-        findMatchesById(db, dialect, match, of, {
-          direction: 'desc',
-          afterId: recent,
-          beforeId,
-          forceWalk,
-          recentIndex: forceWalk ? recentIndex : undefined,
-          withText: true,
-          offset: 0,
-          limit: headLimit,
-        });
       const [others, own] = await Promise.all([
-        headOf({ ...scope, kinds }, true, top + 1),
-        mine ? headOf({ ...scope, kinds: ['messages'] }, false, last + 1) : [],
+        findMatchesById(
+          db,
+          dialect,
+          match,
+          { ...scope, kinds },
+          { ...headWalk, beforeId: top + 1, forceWalk: true, recentIndex },
+        ),
+        mine
+          ? findMatchesById(
+              db,
+              dialect,
+              match,
+              { ...scope, kinds: ['messages'] },
+              { ...headWalk, beforeId: last + 1 },
+            )
+          : [],
       ]);
       // Never null: every match read is of the counted kinds, so a full read reaches the cap or below the range.
       readCount = newestCountOf(others, { ...span, cap: fewest }, kinds, headLimit);
-      if (readCount !== null) head = [...own, ...others].sort((a, b) => b.id - a.id).slice(0, headLimit);
+      if (readCount !== null) head = merged(own, others, headWalk);
     }
   }
   if (readCount !== null) {

@@ -299,7 +299,7 @@ async function pgMessagesApart(
 }
 
 /** Two walks' first `offset + limit` matches merged in the walk's order, windowed. */
-function merged(mine: Candidate[], theirs: Candidate[], walk: IdWalk): Candidate[] {
+export function merged(mine: Candidate[], theirs: Candidate[], walk: IdWalk): Candidate[] {
   const order = idOrder(walk.direction);
   return [...mine, ...theirs].sort((a, b) => order(a.id, b.id)).slice(walk.offset, walk.offset + walk.limit);
 }
