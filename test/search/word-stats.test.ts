@@ -17,7 +17,14 @@ import {
   wordShare,
   wordStatsTiming,
 } from '../../src/modules/search/search-word-stats.service.ts';
-import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import {
+  recordingQueries,
+  startTestApp,
+  type TestApp,
+  type TestDialect,
+  type TestUser,
+  testDialects,
+} from '../helper.ts';
 import { call } from './world.ts';
 
 // 1,000 documents when analyzed: `love` in 30%, `coffee` in 5%; any lexeme not listed in at most 0.2% (2 documents).
@@ -47,6 +54,20 @@ function restoreTuning(): void {
 }
 
 /** Stores public English posts by one author straight into the database, in order (the index's trigger indexes them). */
+/**
+ * A test app without the answer cache, with an author of posts and a reader who writes to a penpal: the worlds of the
+ * dense words. `send` stores a message from the reader to the penpal.
+ */
+async function startReaderWorld(dialect: TestDialect) {
+  const t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+  const author = await t.createUser('author');
+  const reader = await t.createUser('reader');
+  const pen = await t.createUser('penpal');
+  const send = (body: string) =>
+    call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body });
+  return { t, author, reader, send };
+}
+
 async function insertPosts(t: TestApp, authorUuid: string, bodies: string[]): Promise<void> {
   const now = nowIso();
   for (let i = 0; i < bodies.length; i += 200) {
@@ -263,13 +284,10 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     let reader: TestUser;
 
     before(async () => {
-      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
-      const author = await t.createUser('author');
-      reader = await t.createUser('reader');
-      const pen = await t.createUser('penpal');
+      const world = await startReaderWorld(dialect);
+      ({ t, reader } = world);
+      const { author, send } = world;
       const add = (bodies: string[]) => insertPosts(t, author.uuid, bodies);
-      const send = (body: string) =>
-        call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body });
       // About 195 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
       // a page shows whether it was among the ranked candidates (the newest 10, or 2 for a common query).
       // - `fadedword`: 30 old posts (15% of the documents), none among the newest: read up to 2, then walked on;
@@ -347,19 +365,17 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     let reader: TestUser;
 
     before(async () => {
-      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
-      const author = await t.createUser('author');
-      reader = await t.createUser('reader');
-      const pen = await t.createUser('penpal');
+      const world = await startReaderWorld(dialect);
+      ({ t, reader } = world);
       // 1,200 posts, `idxword` in one of 33 (3%), the first of them the most relevant; the reader's message holds it.
       await insertPosts(
         t,
-        author.uuid,
+        world.author.uuid,
         Array.from({ length: 1200 }, (_, i) =>
           i === 0 ? 'idxword idxword idxword' : i % 33 === 0 ? `idxword ${i}` : `other words ${i}`,
         ),
       );
-      await call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body: 'idxword note' });
+      await world.send('idxword note');
       // 50 ranked candidates (10 for a common query: the newest 100 ids counted), a window of 300 ids above the
       // index's bound, 375 ids below the newest.
       await refreshRecentIndex(t.ctx.db, 300);
