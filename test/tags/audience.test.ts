@@ -430,6 +430,7 @@ for (const dialect of testDialects()) {
           token: t.guest,
           headers: { 'cache-control': 'no-cache' },
         });
+        assert.equal(res.statusCode, 200, res.body);
         assert.equal(body(res).count.total, 3);
         assert.equal(await total(byAlice, t.guest), 1);
         assert.equal((await runCheck()).code, 1);

@@ -213,8 +213,8 @@ export async function countAssociationRows(
   // Without any filter the public part is nine tenths of the table: the table's count (SQLite counts a b-tree's
   // cells page by page without decoding them) less the partial index of the other rows took 59 ms of CPU where the
   // public range took 83 to 118 (2.3 million rows). A popular tag's public part is most of its rows too: its stored
-  // count (kept exact in the transaction of every association's insert and delete, checked by `check`) less its
-  // other audiences' ranges (docs/tag-associations.md, "Totals of one tag's associations").
+  // count (adjusted in the transaction of every API write of associations, checked by `check`) less its other
+  // audiences' ranges (docs/tag-associations.md, "Totals of one tag's associations").
   const publicPart = unfiltered
     ? sql`${count(null)} - ${count(NOT_PUBLIC)}`
     : tag !== undefined
