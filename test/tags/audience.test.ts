@@ -48,6 +48,35 @@ for (const dialect of testDialects()) {
       return req.uuid;
     }
 
+    /**
+     * Tags a connection as a writer other than the API would (the API does not tag connections; events or imports
+     * may, and the triggers cover them), keeping the tag's count as such a writer must (`check` verifies it).
+     * Returns the association's uuid.
+     */
+    async function tagConnection(tagUuid: string, user: TestUser, connection: string): Promise<string> {
+      const uuid = uuidv7();
+      const now = nowIso();
+      await t.ctx.db
+        .insertInto('tag_associations')
+        .values({
+          uuid,
+          tag_uuid: tagUuid,
+          user_uuid: user.uuid,
+          target_uuid: connection,
+          target_type: 'connection',
+          language: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      await t.ctx.db
+        .updateTable('tags')
+        .set((eb) => ({ associations_count: eb('associations_count', '+', 1) }))
+        .where('uuid', '=', tagUuid)
+        .execute();
+      return uuid;
+    }
+
     async function view(tag: { uuid: string; name: string }, token: string): Promise<View> {
       const one = await t.inject({ method: 'GET', url: `/tags/${tag.uuid}`, token });
       const list = await get(t, `/tags?filterby[name]=${tag.name}`, token);
@@ -197,28 +226,7 @@ for (const dialect of testDialects()) {
         name: 'linkaudience',
         tag_type: 'hashtag',
       });
-      // The API does not tag connections; other writers (events, imports) may, and the triggers cover them.
-      const assoc = uuidv7();
-      const now = nowIso();
-      await t.ctx.db
-        .insertInto('tag_associations')
-        .values({
-          uuid: assoc,
-          tag_uuid: tag.uuid,
-          user_uuid: carol.uuid,
-          target_uuid: connection,
-          target_type: 'connection',
-          language: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      // Such a writer keeps the tag's count too (`check` verifies it).
-      await t.ctx.db
-        .updateTable('tags')
-        .set((eb) => ({ associations_count: eb('associations_count', '+', 1) }))
-        .where('uuid', '=', tag.uuid)
-        .execute();
+      const assoc = await tagConnection(tag.uuid, carol, connection);
       await expectSeenBy(tag, assoc, ['carol']);
       const asDave = await view(tag, dave.token);
       assert.deepEqual(
@@ -354,28 +362,10 @@ for (const dialect of testDialects()) {
         target_uuid: message.uuid,
         target_type: 'messages',
       });
-      // A connection's association (written as other writers do, with its count) outlives the connection with the
-      // audience `none`: counted by the tag, seen by no one.
+      // A connection's association outlives the connection with the audience `none`: counted by the tag, seen by no
+      // one.
       const connection = await connect(carol, dave);
-      const now = nowIso();
-      await t.ctx.db
-        .insertInto('tag_associations')
-        .values({
-          uuid: uuidv7(),
-          tag_uuid: tag.uuid,
-          user_uuid: carol.uuid,
-          target_uuid: connection,
-          target_type: 'connection',
-          language: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      await t.ctx.db
-        .updateTable('tags')
-        .set((eb) => ({ associations_count: eb('associations_count', '+', 1) }))
-        .where('uuid', '=', tag.uuid)
-        .execute();
+      await tagConnection(tag.uuid, carol, connection);
       await call('POST', `/connections/${connection}/delete`, carol.token);
 
       const total = async (query: string, token: string) => {
