@@ -262,6 +262,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       return {
         uuids: page.data.map((item) => item.uuid),
         counted: texts.some((s) => /\bas newest\b/.test(s)),
+        messageReads: texts.filter((s) => /d\.kind = 'messages'/.test(s)).length,
       };
     };
 
@@ -288,18 +289,24 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       ({ t, reader } = world);
       const { author, send } = world;
       const add = (bodies: string[]) => insertPosts(t, author.uuid, bodies);
-      // About 195 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
+      // About 220 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
       // a page shows whether it was among the ranked candidates (the newest 10, or 2 for a common query).
       // - `fadedword`: 30 old posts (15% of the documents), none among the newest: read up to 2, then walked on;
       // - `ownword`: 24 old posts and the reader's 6 newest messages (15%): the reader's read is their messages, then
       //   walked on below them;
       // - `midword`: 12 posts (6%, under common): read up to 10 at once, the 2 oldest then older than the candidates;
-      // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (13%): common among the newest.
+      // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (11%): common among the newest;
+      // - `pairword`: 24 old posts (11%) and the reader's message between their newest four: the reader's read holds
+      //   all of their messages, so the walk below it reads the other kinds alone and takes the message from that read.
       const first = (word: string, n: number) =>
         Array.from({ length: n }, (_, i) => (i === 0 ? `${word} ${word} ${word}` : `${word} old ${i}`));
       await add(first('fadedword', 30));
       await add(first('ownword', 24));
       await add(first('midword', 12));
+      const pair = first('pairword', 24);
+      await add(pair.slice(0, 20));
+      await send('pairword note');
+      await add(pair.slice(20));
       await add(Array.from({ length: 80 }, (_, i) => `other stuff ${i}`));
       await send('commonword commonword commonword');
       for (let i = 1; i < 6; i++) await send(`commonword note ${i}`);
@@ -325,11 +332,12 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         uuids: page.data.map((item) => item.uuid),
         first: (page.data[0] as { body?: string } | undefined)?.body,
         counted: texts.some((s) => /\bas newest\b/.test(s)),
+        messageReads: texts.filter((s) => /d\.kind = 'messages'/.test(s)).length,
       };
     };
 
     // `commonw`: a prefix of `commonword`.
-    for (const query of ['commonword', 'commonw', 'fadedword', 'ownword', 'midword']) {
+    for (const query of ['commonword', 'commonw', 'fadedword', 'ownword', 'midword', 'pairword']) {
       it(`\`${query}\`: read without the count, the answer is the counted one, for a guest and a signed-in caller`, async () => {
         for (const viewer of [null, reader.uuid]) {
           const counted = await searchWith(query, viewer, 0);
@@ -341,6 +349,22 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         }
       });
     }
+
+    it("reads the caller's messages once when the first read holds all of them, and again when it may not", async () => {
+      // Besides the first read, the older matches listed after the ranked ones (a page of 20, 10 candidates) read the
+      // caller's messages once, as on the counted path.
+      const all = await searchWith('pairword', reader.uuid, 0.01);
+      assert.equal(all.counted, false);
+      assert.equal(
+        all.messageReads,
+        2,
+        'one message of theirs holds the word: the walk below reads posts alone',
+      );
+      assert.equal((await searchWith('pairword', reader.uuid, 0)).messageReads, 2);
+      assert.ok(all.uuids.length >= 10, `${all.uuids.length}`);
+      // Six of their messages hold `ownword`, the first read stopped at two: the walk below reads theirs again.
+      assert.equal((await searchWith('ownword', reader.uuid, 0.01)).messageReads, 3);
+    });
 
     it('ranks only the newest matches: the oldest, most relevant one leads only when it is among them', async () => {
       // 30 `fadedword` posts and 12 `midword` posts: the newest 10 of each are ranked, the oldest follows them.

@@ -7,6 +7,7 @@ import type { Window } from '../../http/paging.ts';
 import { type Order, relevanceScores } from './search.query.ts';
 import {
   type Candidate,
+  type DocKind,
   type DocOrder,
   type DocRef,
   findMatchesOrdered,
@@ -292,6 +293,7 @@ export async function exactDocs(
       }),
     );
   }
+  // `onlyKinds`: the other kinds alone, without the caller's messages.
   const walk = (
     limit: number,
     range: {
@@ -302,8 +304,9 @@ export async function exactDocs(
       walkAbove?: number | undefined;
       recentIndex?: number | undefined;
     },
+    onlyKinds?: readonly DocKind[],
   ) =>
-    findMatchesById(db, dialect, match, scope, {
+    findMatchesById(db, dialect, match, onlyKinds ? { ...scope, kinds: onlyKinds } : scope, {
       direction: 'desc',
       walkAbove: recent,
       withText: true,
@@ -426,6 +429,8 @@ export async function exactDocs(
   // caller with many messages holding a common word filled it with them.
   let head: Candidate[] | undefined;
   let headLimit = 0;
+  // The caller's matching messages of the window, when the head's read of them ended short of its limit: all of them.
+  let headOwn: Candidate[] | undefined;
   if (
     readCount === null &&
     read === undefined &&
@@ -479,6 +484,7 @@ export async function exactDocs(
       // Never null: every match read is of the counted kinds, so a full read reaches the cap or below the range.
       readCount = newestCountOf(others, { ...span, cap: fewest }, kinds, headLimit);
       if (readCount !== null) head = merged(own, others, headWalk);
+      if (mine && own.length < headLimit) headOwn = own;
     }
   }
   if (readCount !== null) {
@@ -569,13 +575,18 @@ export async function exactDocs(
       if (head === undefined) {
         candidates = await walk(most, { afterId: recent, beforeId: last + 1, forceWalk, recentIndex });
       } else if (head.length === headLimit && headLimit < most && below) {
-        // The window's walk goes on below the read, which holds its newest `headLimit` matches.
-        const rest = await walk(most - headLimit, {
-          afterId: recent,
-          beforeId: below.id,
-          forceWalk,
-          recentIndex,
-        });
+        // The window's walk goes on below the read, which holds its newest `headLimit` matches. When the read held
+        // every one of the caller's messages there, they are not read again: the other kinds' walk is merged with
+        // those below the read.
+        const restWalk = { afterId: recent, beforeId: below.id, forceWalk, recentIndex };
+        const rest =
+          headOwn === undefined
+            ? await walk(most - headLimit, restWalk)
+            : merged(
+                headOwn.filter((c) => c.id < below.id),
+                await walk(most - headLimit, { ...restWalk, beforeId: Math.min(below.id, top + 1) }, kinds),
+                { direction: 'desc', offset: 0, limit: most - headLimit },
+              );
         candidates = head.concat(rest);
       } else {
         candidates = head;
