@@ -262,7 +262,6 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       return {
         uuids: page.data.map((item) => item.uuid),
         counted: texts.some((s) => /\bas newest\b/.test(s)),
-        messageReads: texts.filter((s) => /d\.kind = 'messages'/.test(s)).length,
       };
     };
 
@@ -289,15 +288,17 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       ({ t, reader } = world);
       const { author, send } = world;
       const add = (bodies: string[]) => insertPosts(t, author.uuid, bodies);
-      // About 220 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
-      // a page shows whether it was among the ranked candidates (the newest 10, or 2 for a common query).
+      // About 205 documents. The first match of each word holds it three times: the most relevant, and the oldest, so
+      // a page shows whether it was among the ranked candidates (the newest 10, or 2 for a common query). A word in
+      // 10% of them or more is read up to 2 (denseHeadPlan), any other up to 10.
       // - `fadedword`: 30 old posts (15% of the documents), none among the newest: read up to 2, then walked on;
       // - `ownword`: 24 old posts and the reader's 6 newest messages (15%): the reader's read is their messages, then
       //   walked on below them;
       // - `midword`: 12 posts (6%, under common): read up to 10 at once, the 2 oldest then older than the candidates;
-      // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (11%): common among the newest;
-      // - `pairword`: 24 old posts (11%) and the reader's message between their newest four: the reader's read holds
-      //   all of their messages, so the walk below it reads the other kinds alone and takes the message from that read.
+      // - `commonword`: every other of the newest 30 posts and the reader's 10 messages (12%): common among the newest;
+      // - `pairword`: 24 old posts and the reader's message just below their newest four (12%), and `topword`: 24 old
+      //   posts and the reader's newest message (12%): the reader's read holds all of their messages, so the walk below
+      //   it reads the other kinds alone and takes the message below the read, if any, from that read.
       const first = (word: string, n: number) =>
         Array.from({ length: n }, (_, i) => (i === 0 ? `${word} ${word} ${word}` : `${word} old ${i}`));
       await add(first('fadedword', 30));
@@ -307,12 +308,14 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await add(pair.slice(0, 20));
       await send('pairword note');
       await add(pair.slice(20));
-      await add(Array.from({ length: 80 }, (_, i) => `other stuff ${i}`));
+      await add(first('topword', 24));
+      await add(Array.from({ length: 40 }, (_, i) => `other stuff ${i}`));
       await send('commonword commonword commonword');
       for (let i = 1; i < 6; i++) await send(`commonword note ${i}`);
       await add(Array.from({ length: 30 }, (_, i) => (i % 2 ? `commonword ${i}` : `filler ${i}`)));
       for (let i = 6; i < 10; i++) await send(`commonword note ${i}`);
       for (let i = 0; i < 6; i++) await send(`ownword note ${i}`);
+      await send('topword note');
       // 10 ranked candidates (2 for a common query: the newest 20 ids counted), a recent window of 1,000, no spread
       // ranges; the rare words' bound off, so only the share chooses.
       await analyzeWith(t, { rankedCandidates: 10, recentDocs: 1000, spreadRanges: 0, statsRareMatches: 0 });
@@ -337,7 +340,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     };
 
     // `commonw`: a prefix of `commonword`.
-    for (const query of ['commonword', 'commonw', 'fadedword', 'ownword', 'midword', 'pairword']) {
+    for (const query of ['commonword', 'commonw', 'fadedword', 'ownword', 'midword', 'pairword', 'topword']) {
       it(`\`${query}\`: read without the count, the answer is the counted one, for a guest and a signed-in caller`, async () => {
         for (const viewer of [null, reader.uuid]) {
           const counted = await searchWith(query, viewer, 0);
@@ -361,6 +364,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         'one message of theirs holds the word: the walk below reads posts alone',
       );
       assert.equal((await searchWith('pairword', reader.uuid, 0)).messageReads, 2);
+      assert.equal((await searchWith('topword', reader.uuid, 0.01)).messageReads, 2);
       assert.ok(all.uuids.length >= 10, `${all.uuids.length}`);
       // Six of their messages hold `ownword`, the first read stopped at two: the walk below reads theirs again.
       assert.equal((await searchWith('ownword', reader.uuid, 0.01)).messageReads, 3);
