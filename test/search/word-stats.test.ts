@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
-import { search } from '../../src/modules/search/search.service.ts';
+import { type SearchParams, search } from '../../src/modules/search/search.service.ts';
 import { refreshRecentIndex } from '../../src/modules/search/search-index.repository.ts';
 import {
   denseHeadPlan,
@@ -71,7 +71,6 @@ function restoreTuning(): void {
   Object.assign(wordStatsTiming, standardTiming);
 }
 
-/** Stores public English posts by one author straight into the database, in order (the index's trigger indexes them). */
 /**
  * A test app without the answer cache, with an author of posts and a reader who writes to a penpal: the worlds of the
  * dense words. `send` stores a message from the reader to the penpal.
@@ -86,6 +85,7 @@ async function startReaderWorld(dialect: TestDialect) {
   return { t, author, reader, send };
 }
 
+/** Stores public English posts by one author straight into the database, in order (the index's trigger indexes them). */
 async function insertPosts(t: TestApp, authorUuid: string, bodies: string[]): Promise<void> {
   const now = nowIso();
   for (let i = 0; i < bodies.length; i += 200) {
@@ -101,6 +101,16 @@ async function insertPosts(t: TestApp, authorUuid: string, bodies: string[]): Pr
     await t.ctx.db.insertInto('posts').values(rows).execute();
   }
 }
+
+/** One search as `viewer` (null: a guest), with the SQL text of every statement it sent. */
+async function recordedSearch(t: TestApp, viewer: string | null, params: SearchParams) {
+  const { db, nodes } = recordingQueries(t.ctx.db);
+  const page = await search({ ...t.ctx, readDb: db }, viewer, params);
+  return { page, texts: nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql) };
+}
+
+/** Whether a search counted the density of its newest range (the statement the statistics' shortcuts skip). */
+const countedNewest = (texts: string[]) => texts.some((s) => /\bas newest\b/.test(s));
 
 const near = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) < 1e-6, `${actual}`);
 
@@ -274,13 +284,8 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     /** The uuids found, and whether the density count ran, with the statistics bounded at `statsRareMatches`. */
     const searchWith = async (query: string, statsRareMatches: number) => {
       Object.assign(searchTuning, { statsRareMatches, statsChangedRows: 1_000_000 });
-      const { db, nodes } = recordingQueries(t.ctx.db);
-      const page = await search({ ...t.ctx, readDb: db }, null, { query, limit: 20 });
-      const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
-      return {
-        uuids: page.data.map((item) => item.uuid),
-        counted: texts.some((s) => /\bas newest\b/.test(s)),
-      };
+      const { page, texts } = await recordedSearch(t, null, { query, limit: 20 });
+      return { uuids: page.data.map((item) => item.uuid), counted: countedNewest(texts) };
     };
 
     for (const query of ['trendword', 'oldword']) {
@@ -346,13 +351,11 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     /** The uuids found for `viewer`, and whether the density count ran, with the dense share at `statsDenseShare`. */
     const searchWith = async (query: string, viewer: string | null, statsDenseShare: number) => {
       searchTuning.statsDenseShare = statsDenseShare;
-      const { db, nodes } = recordingQueries(t.ctx.db);
-      const page = await search({ ...t.ctx, readDb: db }, viewer, { query, limit: 20 });
-      const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
+      const { page, texts } = await recordedSearch(t, viewer, { query, limit: 20 });
       return {
         uuids: page.data.map((item) => item.uuid),
         first: (page.data[0] as { body?: string } | undefined)?.body,
-        counted: texts.some((s) => /\bas newest\b/.test(s)),
+        counted: countedNewest(texts),
         messageReads: texts.filter((s) => /d\.kind = 'messages'/.test(s)).length,
       };
     };
@@ -397,10 +400,8 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
     it('a word under the share, or a scope narrowed to a language, is counted', async () => {
       assert.equal((await searchWith('midword', null, 0.5)).counted, true);
       searchTuning.statsDenseShare = 0.01;
-      const { db, nodes } = recordingQueries(t.ctx.db);
-      await search({ ...t.ctx, readDb: db }, null, { query: 'commonword', language: 'en', limit: 20 });
-      const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
-      assert.ok(texts.some((s) => /\bas newest\b/.test(s)));
+      const { texts } = await recordedSearch(t, null, { query: 'commonword', language: 'en', limit: 20 });
+      assert.ok(countedNewest(texts));
     });
   });
 }
@@ -436,12 +437,10 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       for (const viewer of [null, reader.uuid]) {
         const run = async (statsDenseShare: number) => {
           searchTuning.statsDenseShare = statsDenseShare;
-          const { db, nodes } = recordingQueries(t.ctx.db);
-          const page = await search({ ...t.ctx, readDb: db }, viewer, { query: 'idxword', limit: 50 });
-          const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
+          const { page, texts } = await recordedSearch(t, viewer, { query: 'idxword', limit: 50 });
           return {
             uuids: page.data.map((item) => item.uuid),
-            counted: texts.some((s) => /\bas newest\b/.test(s)),
+            counted: countedNewest(texts),
             indexed: texts.filter((s) => s.includes('strip(d.tsv)')).length,
           };
         };
