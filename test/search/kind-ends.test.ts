@@ -72,24 +72,22 @@ for (const dialect of testDialects()) {
     });
 
     it('newestIdBelow answers the newest id of the kinds below a bound, across blocks of other kinds', async () => {
+      const below = (kinds: readonly DocKind[], viewer: string | null, bound: number) =>
+        newestIdBelow(t.ctx.db, t.ctx.dialect, kinds, viewer, bound);
+      const alone = (id: number | undefined) => ({ ofKinds: id, withMine: id });
       const messagesStart = ends.get('messages')?.first as number;
       // Below the messages: the last media document; below the media: the last comment.
-      assert.equal(
-        await newestIdBelow(t.ctx.db, t.ctx.dialect, SOME, null, messagesStart),
-        ends.get('media')?.last,
-      );
+      assert.deepEqual(await below(SOME, null, messagesStart), alone(ends.get('media')?.last));
       const mediaStart = ends.get('media')?.first as number;
-      assert.equal(
-        await newestIdBelow(t.ctx.db, t.ctx.dialect, ['network'], null, mediaStart),
-        ends.get('network')?.last,
-      );
-      assert.equal(
-        await newestIdBelow(t.ctx.db, t.ctx.dialect, ['user'], null, ends.get('user')?.first as number),
-        0,
-      );
-      // A viewer's own messages count too, up to the bound: the message just below the last one.
+      assert.deepEqual(await below(['network'], null, mediaStart), alone(ends.get('network')?.last));
+      assert.deepEqual(await below(['user'], null, ends.get('user')?.first as number), alone(0));
+      // A viewer's own messages count too, up to the bound, apart from the kinds': the message just below the last
+      // one, while the kinds' newest document is still the last media document, below every message.
       const lastMessage = ends.get('messages')?.last as number;
-      assert.equal(await newestIdBelow(t.ctx.db, t.ctx.dialect, SOME, owner, lastMessage), lastMessage - 1);
+      assert.deepEqual(await below(SOME, owner, lastMessage), {
+        ofKinds: ends.get('media')?.last,
+        withMine: lastMessage - 1,
+      });
     });
 
     it('PostgreSQL binds the kinds as one array: one statement text for every set of kinds', {

@@ -116,9 +116,10 @@ export async function docIdRanges(
 }
 
 /**
- * The newest id below `beforeId` of a document of these kinds, or of a message `viewer` sent or received (0 when
- * there is none): one index probe per kind (search_docs_kind) and per side (the partial message indexes of
- * migration 0011, PostgreSQL), so a run of documents the walk would skip (a block of others' messages) costs no walk.
+ * Below `beforeId`, the newest id of a document of these kinds (`ofKinds`), and the newest of those or of a message
+ * `viewer` sent or received (`withMine`; the same without a viewer); 0 when there is none. One index probe per kind
+ * (search_docs_kind) and per side (the partial message indexes of migration 0011, PostgreSQL), so a run of documents
+ * the walk would skip (a block of others' messages) costs no walk.
  */
 export async function newestIdBelow(
   db: Db,
@@ -126,22 +127,27 @@ export async function newestIdBelow(
   kinds: readonly DocKind[],
   viewer: string | null,
   beforeId: number,
-): Promise<number> {
+): Promise<{ ofKinds: number; withMine: number }> {
   // PostgreSQL: the kinds as one loop (pgKindsEnd), whose generic plan is kept; a union of a probe per kind was
   // planned afresh at every bind, 0.7-2.7 ms, once for each chunk of a rare word's older walk.
-  const probes =
+  const ofKinds =
     dialect === 'postgres'
-      ? [sql`select ${pgKindsEnd('max', kinds, beforeId)} as v`]
-      : kinds.map((k) => sql`select ${kindEnd('desc', k, beforeId)} as v`);
-  if (viewer !== null) {
-    for (const side of ['owner_uuid', 'recipient_uuid'] as const) {
-      probes.push(sql`select (select max(id) from search_docs
-        where kind = 'messages' and ${sql.ref(side)} = ${viewer} and id < ${beforeId}) as v`);
-    }
-  }
+      ? pgKindsEnd('max', kinds, beforeId)
+      : sql`(select max(v) from (${sql.join(
+          kinds.map((k) => sql`select ${kindEnd('desc', k, beforeId)} as v`),
+          sql` union all `,
+        )}) k)`;
+  const sides = (['owner_uuid', 'recipient_uuid'] as const).map(
+    (side) => sql`select (select max(id) from search_docs
+      where kind = 'messages' and ${sql.ref(side)} = ${viewer} and id < ${beforeId}) as v`,
+  );
+  const mine =
+    viewer === null ? sql`null` : sql`(select max(v) from (${sql.join(sides, sql` union all `)}) m)`;
   // Prepared on PostgreSQL, as docIdRange: index-end probes whose plan does not depend on the values bound.
   const r = await sql<{
-    v: number | string | null;
-  }>`select ${PREPARED} max(v) as v from (${sql.join(probes, sql` union all `)}) k`.execute(db);
-  return Number(r.rows[0]?.v ?? 0);
+    k: number | string | null;
+    m: number | string | null;
+  }>`select ${PREPARED} ${ofKinds} as k, ${mine} as m`.execute(db);
+  const newest = Number(r.rows[0]?.k ?? 0);
+  return { ofKinds: newest, withMine: Math.max(newest, Number(r.rows[0]?.m ?? 0)) };
 }

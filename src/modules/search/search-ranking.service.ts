@@ -303,6 +303,7 @@ export async function exactDocs(
       ginFirst?: boolean;
       walkAbove?: number | undefined;
       recentIndex?: number | undefined;
+      otherKinds?: { first: number; last: number } | undefined;
     },
     onlyKinds?: readonly DocKind[],
   ) =>
@@ -334,24 +335,29 @@ export async function exactDocs(
     const { olderChunk, densitySample } = searchTuning;
     const enough = Math.max(1, Math.ceil(densitySample / DENSE));
     for (let size = olderChunk, chunk = 0; found.length < limit && hi > lowest; size *= 2, chunk++) {
-      // The sample starts at the newest document the walk could keep: ids just below may all be others' messages (a
-      // block of them, in a seeded world), which made a common word look rare there and sent the rest to the GIN plan
-      // (`love` as bench_user: every one of its 28,819 matches read and sorted, 130 ms). The caller's own messages
-      // are walked too (pgMessagesApart), so they are never skipped.
-      const own = mine ? scope.viewer : null;
-      hi = Math.min(hi, (await newestIdBelow(db, dialect, kinds, own, hi)) + 1);
+      // The walk goes on below the newest document it could keep, the caller's own messages included
+      // (pgMessagesApart walks them apart). The sample and the chunk start at the newest document of the sampled
+      // kinds: ids just below may all be others' messages (a block of them, in a seeded world), which made a common
+      // word look rare there and sent the rest to the GIN plan (`love` as bench_user: every one of its 28,819 matches
+      // read and sorted, 130 ms), also when one of the caller's own messages lay inside that block
+      // (docs/search.md, "The older walk below a block of messages (PostgreSQL)").
+      const below = await newestIdBelow(db, dialect, kinds, mine ? scope.viewer : null, hi);
+      hi = Math.min(hi, below.withMine + 1);
       if (hi <= lowest) break;
-      const sample = { afterId: Math.max(lowest - 1, hi - 1 - densitySample), toId: hi - 1 };
+      const othersEnd = Math.min(hi, below.ofKinds + 1);
+      const sample = { afterId: Math.max(lowest - 1, othersEnd - 1 - densitySample), toId: othersEnd - 1 };
       const dense =
         (chunk === 0 && widelyDense) ||
         (await countMatchesIn(db, dialect, match, kinds, sample, enough)) >= enough;
-      const lo = dense ? Math.max(lowest - 1, hi - 1 - size) : lowest - 1;
+      const lo = dense ? Math.max(lowest - 1, othersEnd - 1 - size) : lowest - 1;
       const forceWalk = lo >= lowest;
       // Sparse, one kind with a GIN index of its own (comments, users): every match of the kind, then the sort, not
       // a backward walk across the other kinds' ids to the limit (docs/search.md, "Rare words in one kind").
       const ginFirst = !dense && hasKindGin(kinds);
+      // The other kinds end below `othersEnd`: their walk does not cross the block above it.
+      const ends = mine ? { otherKinds: { first: firstOther, last: othersEnd - 1 } } : {};
       found = found.concat(
-        await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk, ginFirst }),
+        await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk, ginFirst, ...ends }),
       );
       hi = lo + 1;
     }
