@@ -34,6 +34,7 @@ import { searchScopeTokensMigration } from './migrations/0030-search-scope-token
 import { searchRestrictedIndexMigration } from './migrations/0031-search-restricted-index.ts';
 import { searchRestrictedLanguageMigration } from './migrations/0032-search-restricted-language.ts';
 import { searchWordStatisticsMigration } from './migrations/0033-search-word-statistics.ts';
+import { searchNotMessagesIndexMigration } from './migrations/0034-search-not-messages-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -71,6 +72,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0031-search-restricted-index': searchRestrictedIndexMigration(dialect),
     '0032-search-restricted-language': searchRestrictedLanguageMigration(dialect),
     '0033-search-word-statistics': searchWordStatisticsMigration(dialect),
+    '0034-search-not-messages-index': searchNotMessagesIndexMigration(dialect),
   };
 }
 

@@ -5,7 +5,7 @@
 // (2 for a common query), a recent window of 20 documents, a density sample of 10 ids, chunks of 5.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createQueryId } from 'kysely';
+import { CompiledQuery, createQueryId, sql } from 'kysely';
 import { search } from '../../src/modules/search/search.service.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
@@ -49,6 +49,30 @@ for (const dialect of testDialects()) {
       return texts.some((s) => /where d\.tsv @@/.test(s));
     };
 
+    /** PostgreSQL: the plan each walk of the other kinds in id order would run with, for a viewer's first page. */
+    const otherKindsWalkPlans = async (viewer: string | null) => {
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      await search({ ...t.ctx, readDb: db }, viewer, { query: 'quasar', limit: 10 });
+      const walks = nodes
+        .map((node) => db.getExecutor().compileQuery(node, createQueryId()))
+        .filter((q) => /ts_match_vq\(d\.tsv/.test(q.sql) && /order by d\.id desc/.test(q.sql))
+        .filter((q) => !/d\.kind = 'messages'/.test(q.sql));
+      assert.ok(walks.length > 0);
+      const plans: string[] = [];
+      await t.ctx.db.connection().execute(async (c) => {
+        // The test world fits a few pages, where a sequential scan wins whatever else the plan could use.
+        await sql`set enable_seqscan = off`.execute(c);
+        for (const q of walks) {
+          const r = await c.executeQuery<{ 'QUERY PLAN': string }>(
+            CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]),
+          );
+          plans.push(r.rows.map((row) => row['QUERY PLAN']).join('\n'));
+        }
+        await sql`reset enable_seqscan`.execute(c);
+      });
+      return plans;
+    };
+
     before(async () => {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
       const writer = await t.createUser('writer');
@@ -88,6 +112,16 @@ for (const dialect of testDialects()) {
     }, async () => {
       assert.equal(await rankedThroughGin(null), false);
       assert.equal(await rankedThroughGin(caller.uuid), false);
+    });
+
+    it('PostgreSQL: a walk of the other kinds in id order steps over the messages through their own index', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      for (const viewer of [null, caller.uuid]) {
+        for (const plan of await otherKindsWalkPlans(viewer)) {
+          assert.match(plan, /using search_docs_not_messages on search_docs/, plan);
+        }
+      }
     });
   });
 }
