@@ -5,10 +5,17 @@
 // (2 for a common query), a recent window of 20 documents, a density sample of 10 ids, chunks of 5.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CompiledQuery, createQueryId, sql } from 'kysely';
+import { createQueryId } from 'kysely';
 import { search } from '../../src/modules/search/search.service.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
-import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import {
+  explainRecorded,
+  recordingQueries,
+  startTestApp,
+  type TestApp,
+  type TestUser,
+  testDialects,
+} from '../helper.ts';
 import { call } from './world.ts';
 
 const TUNING = {
@@ -25,6 +32,7 @@ for (const dialect of testDialects()) {
   describe(`search: the older walk below a block of messages [${dialect.name}]`, () => {
     let t: TestApp;
     let caller: TestUser;
+    let mine: string;
     const quasars: string[] = [];
     const standard = { ...searchTuning };
 
@@ -53,23 +61,13 @@ for (const dialect of testDialects()) {
     const otherKindsWalkPlans = async (viewer: string | null) => {
       const { db, nodes } = recordingQueries(t.ctx.db);
       await search({ ...t.ctx, readDb: db }, viewer, { query: 'quasar', limit: 10 });
-      const walks = nodes
-        .map((node) => db.getExecutor().compileQuery(node, createQueryId()))
-        .filter((q) => /ts_match_vq\(d\.tsv/.test(q.sql) && /order by d\.id desc/.test(q.sql))
-        .filter((q) => !/d\.kind = 'messages'/.test(q.sql));
-      assert.ok(walks.length > 0);
-      const plans: string[] = [];
-      await t.ctx.db.connection().execute(async (c) => {
-        // The test world fits a few pages, where a sequential scan wins whatever else the plan could use.
-        await sql`set enable_seqscan = off`.execute(c);
-        for (const q of walks) {
-          const r = await c.executeQuery<{ 'QUERY PLAN': string }>(
-            CompiledQuery.raw(`explain ${q.sql}`, [...q.parameters]),
-          );
-          plans.push(r.rows.map((row) => row['QUERY PLAN']).join('\n'));
-        }
-        await sql`reset enable_seqscan`.execute(c);
-      });
+      const plans = await explainRecorded(
+        t.ctx.db,
+        nodes,
+        (s) =>
+          /ts_match_vq\(d\.tsv/.test(s) && /order by d\.id desc/.test(s) && !/d\.kind = 'messages'/.test(s),
+      );
+      assert.ok(plans.length > 0);
       return plans;
     };
 
@@ -86,7 +84,7 @@ for (const dialect of testDialects()) {
       for (let i = 0; i < 30; i++) quasars.unshift(await post(`quasar number ${i}`));
       // A block of others' messages, one of the caller's inside it, more than a density sample above the posts.
       for (let i = 0; i < 12; i++) await message(x, y, `hello ${i}`);
-      await message(caller, y, 'a word of my own');
+      mine = (await message(caller, y, 'a quasar of my own')).uuid as string;
       for (let i = 0; i < 3; i++) await message(x, y, `again ${i}`);
       // The recent window: 20 posts, one with the word (too few to make it common, so older posts are ranked too).
       for (let i = 0; i < 10; i++) await post(`filler ${i}`);
@@ -100,11 +98,13 @@ for (const dialect of testDialects()) {
       await t?.close();
     });
 
-    it('the caller finds what a guest finds, every post with the word', async () => {
+    it('the caller finds every post a guest finds, and their own message in the block', async () => {
       const guest = await searchAll(null);
       assert.deepEqual(new Set(guest), new Set(quasars));
       assert.equal(guest.length, quasars.length);
-      assert.deepEqual(await searchAll(caller.uuid), guest);
+      const found = await searchAll(caller.uuid);
+      assert.equal(found.length, quasars.length + 1);
+      assert.deepEqual(new Set(found), new Set([...quasars, mine]));
     });
 
     it('PostgreSQL: the caller walks the older posts in id order, as a guest does, not every match through GIN', {

@@ -137,12 +137,13 @@ export async function newestIdBelow(
           kinds.map((k) => sql`select ${kindEnd('desc', k, beforeId)} as v`),
           sql` union all `,
         )}) k)`;
-  const sides = (['owner_uuid', 'recipient_uuid'] as const).map(
-    (side) => sql`select (select max(id) from search_docs
-      where kind = 'messages' and ${sql.ref(side)} = ${viewer} and id < ${beforeId}) as v`,
-  );
+  const side = (column: 'owner_uuid' | 'recipient_uuid') =>
+    sql`select (select max(id) from search_docs
+      where kind = 'messages' and ${sql.ref(column)} = ${viewer} and id < ${beforeId}) as v`;
   const mine =
-    viewer === null ? sql`null` : sql`(select max(v) from (${sql.join(sides, sql` union all `)}) m)`;
+    viewer === null
+      ? sql`null`
+      : sql`(select max(v) from (${side('owner_uuid')} union all ${side('recipient_uuid')}) m)`;
   // Prepared on PostgreSQL, as docIdRange: index-end probes whose plan does not depend on the values bound.
   const r = await sql<{
     k: number | string | null;

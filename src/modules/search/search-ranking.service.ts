@@ -355,9 +355,9 @@ export async function exactDocs(
       // a backward walk across the other kinds' ids to the limit (docs/search.md, "Rare words in one kind").
       const ginFirst = !dense && hasKindGin(kinds);
       // The other kinds end below `othersEnd`: their walk does not cross the block above it.
-      const ends = mine ? { otherKinds: { first: firstOther, last: othersEnd - 1 } } : {};
+      const othersBound = mine ? { otherKinds: { first: firstOther, last: othersEnd - 1 } } : {};
       found = found.concat(
-        await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk, ginFirst, ...ends }),
+        await walk(limit - found.length, { afterId: lo, beforeId: hi, forceWalk, ginFirst, ...othersBound }),
       );
       hi = lo + 1;
     }

@@ -65,7 +65,8 @@ export interface IdWalk {
   withText?: boolean | undefined;
   /**
    * PostgreSQL, a signed-in walk of messages with other kinds: the ids of the oldest and newest document of the
-   * kinds other than messages, when the caller knows them (spares a lookup per walk; see pgMessagesApart).
+   * kinds other than messages, when the caller knows them (spares a lookup per walk; see pgMessagesApart), or the
+   * newest below a chunk of the older walk, so their walk does not cross a block of messages above it.
    */
   otherKinds?: { first: number; last: number } | undefined;
   /**
@@ -168,10 +169,12 @@ export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawB
   const matched = walk.forceWalk
     ? sql`ts_match_vq(d.tsv, ${tsquery(match)})`
     : sql`d.tsv @@ ${tsquery(match)}`;
-  // Said outright where the scope keeps no message (a guest's names no kind): the planner then proves the predicate of
-  // the index of every other document (migration 0034) and walks it past a block of messages row by row no more.
+  // A guest sees no message, but a guest's scope may name messages among its kinds, or no kind at all: said outright,
+  // the planner proves the predicate of the index of every other document (migration 0034) and walks it past a block
+  // of messages instead of reading each of its rows. A list of kinds without messages implies it already, and a second
+  // condition would only shrink the planner's estimate of the rows.
   const noMessage =
-    scope.viewer === null || !scope.kinds.includes('messages') ? sql` and d.kind <> 'messages'` : sql``;
+    scope.viewer === null && scope.kinds.includes('messages') ? sql` and d.kind <> 'messages'` : sql``;
   const rows = sql`
     select ${walkColumns(walk.withText)} from search_docs d
     where ${matched} ${bounds} and ${scopeCondition(scope)}${noMessage}`;
