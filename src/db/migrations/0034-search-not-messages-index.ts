@@ -7,7 +7,7 @@ import type { Dialect } from '../database.ts';
  * each of its rows. The seeded world's 50,000 messages are newer than every other document: once anything is posted
  * after them, the recent window of a search holds the block, and the window's walk tested 18,000 of its rows to find
  * the 50 posts above it (8.7 ms for `the`, 0.1 ms through this index; docs/search.md, "The older walk below a block of
- * messages (PostgreSQL)"). About 30 MB on that world, built in about a second. SQLite needs nothing: its walks follow
+ * messages (PostgreSQL)"). About 30 MB on that world, built in under a second. SQLite needs nothing: its walks follow
  * the full-text index's lists of matching documents.
  */
 export function searchNotMessagesIndexMigration(dialect: Dialect) {
