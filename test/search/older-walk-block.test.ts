@@ -5,18 +5,10 @@
 // (2 for a common query), a recent window of 20 documents, a density sample of 10 ids, chunks of 5.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createQueryId } from 'kysely';
 import { search } from '../../src/modules/search/search.service.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
-import {
-  explainRecorded,
-  recordingQueries,
-  startTestApp,
-  type TestApp,
-  type TestUser,
-  testDialects,
-} from '../helper.ts';
-import { call } from './world.ts';
+import { explainRecorded, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { call, recordedSearch } from './world.ts';
 
 const TUNING = {
   rankedCandidates: 10,
@@ -50,17 +42,14 @@ for (const dialect of testDialects()) {
      * into id order (the pages after the candidates may be, where the planner finds it cheaper).
      */
     const rankedThroughGin = async (viewer: string | null) => {
-      const { db, nodes } = recordingQueries(t.ctx.db);
-      const page = await search({ ...t.ctx, readDb: db }, viewer, { query: 'quasar', limit: 10 });
+      const { page, texts } = await recordedSearch(t, viewer, { query: 'quasar', limit: 10 });
       assert.equal(page.data.length, 10);
-      const texts = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
       return texts.some((s) => /where d\.tsv @@/.test(s));
     };
 
     /** PostgreSQL: the plan each walk of the other kinds in id order would run with, for a viewer's first page. */
     const otherKindsWalkPlans = async (viewer: string | null) => {
-      const { db, nodes } = recordingQueries(t.ctx.db);
-      await search({ ...t.ctx, readDb: db }, viewer, { query: 'quasar', limit: 10 });
+      const { nodes } = await recordedSearch(t, viewer, { query: 'quasar', limit: 10 });
       const plans = await explainRecorded(
         t.ctx.db,
         nodes,

@@ -3,9 +3,8 @@
 // its answer is the counted path's whatever they say.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createQueryId, sql } from 'kysely';
+import { sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
-import { type SearchParams, search } from '../../src/modules/search/search.service.ts';
 import { refreshRecentIndex } from '../../src/modules/search/search-index.repository.ts';
 import {
   denseHeadPlan,
@@ -17,15 +16,8 @@ import {
   wordShare,
   wordStatsTiming,
 } from '../../src/modules/search/search-word-stats.service.ts';
-import {
-  recordingQueries,
-  startTestApp,
-  type TestApp,
-  type TestDialect,
-  type TestUser,
-  testDialects,
-} from '../helper.ts';
-import { call } from './world.ts';
+import { startTestApp, type TestApp, type TestDialect, type TestUser, testDialects } from '../helper.ts';
+import { call, recordedSearch } from './world.ts';
 
 // 1,000 documents when analyzed: `love` in 30%, `coffee` in 5%; any lexeme not listed in at most 0.2% (2 documents).
 const stats = {
@@ -100,13 +92,6 @@ async function insertPosts(t: TestApp, authorUuid: string, bodies: string[]): Pr
     }));
     await t.ctx.db.insertInto('posts').values(rows).execute();
   }
-}
-
-/** One search as `viewer` (null: a guest), with the SQL text of every statement it sent. */
-async function recordedSearch(t: TestApp, viewer: string | null, params: SearchParams) {
-  const { db, nodes } = recordingQueries(t.ctx.db);
-  const page = await search({ ...t.ctx, readDb: db }, viewer, params);
-  return { page, texts: nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql) };
 }
 
 /** Whether a search counted the density of its newest range (the statement the statistics' shortcuts skip). */

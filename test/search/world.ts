@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { createQueryId } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
-import { body, type TestApp, type TestUser } from '../helper.ts';
+import { type SearchParams, search } from '../../src/modules/search/search.service.ts';
+import { body, recordingQueries, type TestApp, type TestUser } from '../helper.ts';
 
 /** A small world: an owner (alice), her friend (bob), a stranger (carol), other users, content in every visibility. */
 export interface World {
@@ -58,6 +60,20 @@ export async function readAllPages(
     all.push(...page);
     if (page.length < limit) return all;
   }
+}
+
+/**
+ * One search as `viewer` (null: a guest), called in process, with every statement it sent: the query nodes (for
+ * explainRecorded) and their SQL text.
+ */
+export async function recordedSearch(t: TestApp, viewer: string | null, params: SearchParams) {
+  const { db, nodes } = recordingQueries(t.ctx.db);
+  const page = await search({ ...t.ctx, readDb: db }, viewer, params);
+  return {
+    page,
+    nodes,
+    texts: nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql),
+  };
 }
 
 /** Makes two users confirmed friends through the API. */
