@@ -344,7 +344,8 @@ export async function exactDocs(
       const below = await newestIdBelow(db, dialect, kinds, mine ? scope.viewer : null, hi);
       hi = Math.min(hi, below.withMine + 1);
       if (hi <= lowest) break;
-      const othersEnd = Math.min(hi, below.ofKinds + 1);
+      // Never above `hi`: `withMine` is at least `ofKinds`, and both lie below the old `hi`.
+      const othersEnd = below.ofKinds + 1;
       const sample = { afterId: Math.max(lowest - 1, othersEnd - 1 - densitySample), toId: othersEnd - 1 };
       const dense =
         (chunk === 0 && widelyDense) ||
