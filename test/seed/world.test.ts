@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { vocabulary } from '../../src/cli/seed/vocabulary.ts';
 import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldCounts } from '../../src/cli/seed/world.ts';
 import { checkKarmaTotals } from '../../src/modules/karma/karma.service.ts';
 import { checkAssociationAudiences } from '../../src/modules/tag-association/tag-association.service.ts';
@@ -188,6 +189,30 @@ for (const dialect of testDialects()) {
 
     it('indexes the content on both paths: a seeded word is found by GET /search', async () => {
       for (const t of [a, b]) await expectSearchFinds(t);
+    });
+
+    it('indexes every item in creation order on both paths, so order=created_at lists the newest first', async () => {
+      // The generator writes kind after kind, each spread over the seeded year; the index must not keep that order.
+      const word = vocabulary('en', OPTIONS.vocabularySize, OPTIONS.seed)[0] as string;
+      for (const t of [a, b]) {
+        const inversions = await sql<{ n: number }>`
+          select count(*) as n from (select created_at, lag(created_at) over (order by id) as before from search_docs) d
+          where created_at < before`.execute(t.ctx.db);
+        assert.equal(Number(inversions.rows[0]?.n), 0, 'search_docs ids follow created_at');
+        const res = await t.inject({
+          method: 'GET',
+          url: `/search?query=${encodeURIComponent(word)}&order=created_at&limit=100`,
+          token: t.guest,
+        });
+        assert.equal(res.statusCode, 200);
+        const items = body(res).data as { type: string; created_at: string }[];
+        assert.ok(new Set(items.map((i) => i.type)).size >= 2, `"${word}" is found in several kinds`);
+        const times = items.map((i) => Date.parse(i.created_at));
+        assert.deepEqual(
+          times,
+          [...times].sort((x, y) => y - x),
+        );
+      }
     });
 
     async function expectSearchFinds(t: TestApp) {

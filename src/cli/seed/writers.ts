@@ -7,6 +7,12 @@
 // - BulkWriter: many rows per statement, with set-based equivalents of the subscribers (the same tag store
 //   functions, the karma rules and daily cap applied in memory), secondary indexes and search triggers set aside
 //   for the load and rebuilt at the end; on PostgreSQL two batch transactions at once.
+// Both end with the search index rebuilt from the base tables in creation order (rebuildIndex), as `search reindex`
+// does. The generator writes kind after kind (every post, then every media item, then every message), each spread
+// over the seeded year, where the API indexes each item as it is created: indexed in write order, a January message
+// got an id above every December post, so `order=created_at` (the index order) listed it first, and the ranking's
+// recent window (the newest ids) held a year of messages instead of the newest documents (docs/search.md, "The
+// index order is the creation order").
 import type { Insertable } from 'kysely';
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
@@ -188,7 +194,11 @@ export class EventWriter implements WorldWriter {
 
   async begin(): Promise<void> {}
 
-  async finish(): Promise<void> {}
+  /** Rebuilds the search index in creation order (see the top of this file). */
+  async finish(db: Db): Promise<void> {
+    const dialect = this.#ctx.dialect;
+    await db.transaction().execute((trx) => rebuildIndex(trx, dialect));
+  }
 
   batch(): WorldBatch {
     return new StepBatch({
@@ -369,12 +379,12 @@ interface PendingAssociation {
  * fifth of all users: rewriting those rows in every batch was most of PostgreSQL's work on the users table).
  *
  * From begin to finish the secondary indexes of the filled tables are dropped, and so are PostgreSQL's foreign keys
- * (SQLite's are switched off on the connection). On SQLite the search triggers of the base tables are off as well
- * and finish builds the search index with the search module's own rebuild (cheaper than row by row into FTS5); on
- * PostgreSQL they stay on and two batch transactions run at once, so their per-row work (the text search vectors)
- * uses both cores. Every other trigger (e.g. the associations' audience copy of migration 0006) stays on. finish then recreates every trigger, index and foreign key from the definitions it saved (adding
- * a foreign key checks all its rows), so the end state is the migrated schema holding the rows the event path
- * would have written.
+ * (SQLite's are switched off on the connection). The search triggers of the base tables are off as well, and finish
+ * builds the search index with the search module's own rebuild, in creation order (see the top of this file). On
+ * PostgreSQL two batch transactions run at once. Every other trigger (e.g. the associations' audience copy of
+ * migration 0006) stays on. finish then recreates every trigger, index and foreign key from the definitions it saved
+ * (adding a foreign key checks all its rows), so the end state is the migrated schema holding the rows the event
+ * path would have written.
  */
 export class BulkWriter implements WorldWriter {
   readonly concurrency: number;
@@ -394,7 +404,7 @@ export class BulkWriter implements WorldWriter {
     this.#ctx = ctx;
     this.#rows = new RowInserter(ctx.dialect);
     this.#usernames = usernames;
-    // SQLite has one writer; PostgreSQL spreads the triggers' per-row work of two batches over two backends.
+    // SQLite has one writer; PostgreSQL spreads the work of two batches over two backends.
     this.concurrency = ctx.dialect === 'postgres' ? 2 : 1;
   }
 
@@ -403,7 +413,7 @@ export class BulkWriter implements WorldWriter {
     if (dialect === 'sqlite') await sqliteForeignKeys(db, false);
     this.#suspended = await db
       .transaction()
-      .execute((trx) => suspendSchema(trx, dialect, BULK_TABLES, { searchTriggers: dialect === 'sqlite' }));
+      .execute((trx) => suspendSchema(trx, dialect, BULK_TABLES, { searchTriggers: true }));
   }
 
   batch(): WorldBatch {
