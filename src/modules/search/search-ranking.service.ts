@@ -391,6 +391,9 @@ export async function exactDocs(
   // PostgreSQL: the matches counted among the newest documents and in the ranges spread over the index predict few
   // in all (rareEverywhereEstimate).
   let rareEverywhere = false;
+  // PostgreSQL: the newest range predicts a sparse window (recentWindowSparse) and the spread ranges find the words
+  // less than one id in DENSE elsewhere.
+  let sparseThroughout = false;
   // PostgreSQL: the kind's own GIN index beats walking the recent window, though its newest documents are dense.
   let kindIndex = false;
   // PostgreSQL, a query rare by the statistics: its newest `most` matches, read before any count (docs/search.md,
@@ -469,7 +472,7 @@ export async function exactDocs(
         offset: 0,
         limit: headLimit,
       };
-      // The other kinds' ids end at `top`: above it lie only messages (every id of a seeded world's newest 50,000).
+      // The other kinds' ids end at `top`: above it lie only messages (a block of them, at times).
       const [others, own] = await Promise.all([
         findMatchesById(
           db,
@@ -528,6 +531,12 @@ export async function exactDocs(
             allIds: top - firstOther + 1,
             most,
           });
+    sparseThroughout =
+      spread.length > 0 &&
+      counted.spread !== null &&
+      !widelyDense &&
+      recent >= first &&
+      recentWindowSparse({ newest, spanIds: span.toId - span.afterId, windowIds: top - recent, fewest });
     // The documents are counted only when the newest range is dense, so never beside the spread ranges' sum.
     kindIndex =
       counted.docs !== null &&
@@ -558,12 +567,19 @@ export async function exactDocs(
     // estimate for several common words is too low, and a common prefix's GIN entries cost more to read than the
     // walk); rarer queries are left to its GIN plans.
     const forceWalk = (newest * DENSE >= fewest * COMMON_SPAN || widelyDense) && !kindIndex;
-    if (!forceWalk && dialect === 'postgres' && (hasKindGin(scope.kinds) || rareEverywhere)) {
+    if (
+      !forceWalk &&
+      dialect === 'postgres' &&
+      (hasKindGin(scope.kinds) || rareEverywhere || sparseThroughout)
+    ) {
       // Sparse, one kind with a GIN index of its own (comments, users): its newest `most` matches of any age come
       // from one read of that index, and steps 2 and 3 are cut from them; apart, each step read every match of the
       // kind again (docs/search.md, "Rare words in one kind on PostgreSQL"). A word the samples find rare is read
       // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
       // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
+      // So is a query the samples find sparse in the window and in the spread ranges: the window's read through GIN
+      // reads every entry of the words whatever its id bounds, and so does the older read that nearly always follows
+      // (docs/search.md, "Sparse queries in one read (PostgreSQL)").
       // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
       ({ candidates, more } = windowAndOlder(read ?? (await walk(most, oneRead))));
     } else if (
