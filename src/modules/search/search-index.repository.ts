@@ -48,8 +48,8 @@ const LOCK_RETRY_MS = 100;
 
 /**
  * Where the index of recent documents starts: a window (`span` ids) and a quarter of one below the newest document
- * other than a message. The quarter keeps a window whose kinds end a little lower (a `/search/types` column; the
- * seeded world's media come after its posts) above the bound. Two windows, as first built, left half the index below
+ * other than a message. The quarter keeps a window whose kinds end a little lower (a `/search/types` column of a kind
+ * whose newest document is older than the newest post) above the bound. Two windows, as first built, left half the index below
  * any window, and a search read and rejected those rows: `with` 19-23 ms for its window, 6-12 ms with this bound
  * (docs/search.md, "The index of recent documents (PostgreSQL)").
  */

@@ -337,7 +337,8 @@ export async function exactDocs(
     for (let size = olderChunk, chunk = 0; found.length < limit && hi > lowest; size *= 2, chunk++) {
       // The walk goes on below the newest document it could keep, the caller's own messages included
       // (pgMessagesApart walks them apart). The sample and the chunk start at the newest document of the sampled
-      // kinds: ids just below may all be others' messages (a block of them, in a seeded world), which made a common
+      // kinds: ids just below may all be others' messages (a block of them, as in the seeded world
+      // before its index was built in creation order), which made a common
       // word look rare there and sent the rest to the GIN plan (`love` as bench_user: every one of its 28,819 matches
       // read and sorted, 130 ms), also when one of the caller's own messages lay inside that block
       // (docs/search.md, "The older walk below a block of messages (PostgreSQL)").
@@ -578,8 +579,8 @@ export async function exactDocs(
       // the same way from the main GIN index: its matches are few, and the recent window, the density sample below it
       // and the older walk were three more round trips for the same rows (docs/search.md, "Rare words everywhere").
       // So is a query the samples find sparse in the window and in the spread ranges: the window's read through GIN
-      // reads every entry of the words whatever its id bounds, and so does the older read that nearly always follows
-      // (docs/search.md, "Sparse queries in one read (PostgreSQL)").
+      // reads every entry of the words whatever its id bounds, and so does the older read whenever the density
+      // sample below the window is sparse too (docs/search.md, "Sparse queries in one read (PostgreSQL)").
       // A kind without an index of its own keeps the walk of its few documents in id order (fewDocsOfKind).
       ({ candidates, more } = windowAndOlder(read ?? (await walk(most, oneRead))));
     } else if (

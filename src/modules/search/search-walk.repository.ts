@@ -267,8 +267,8 @@ export async function fewDocsOfKind(
  * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (through the index of their
  * words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked apart and merged by
  * id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
- * the viewer sees few of them: in a seeded world the newest 50,000 ids are messages, and "love" for bench_user
- * walked about 90,000 ids (docs/search.md, "Signed-in searches on PostgreSQL"). Undefined when it does not apply.
+ * the viewer sees few of them: where the newest 50,000 ids were messages (the seeded world on PostgreSQL before
+ * its index was built in creation order), "love" for bench_user walked about 90,000 ids (docs/search.md, "Signed-in searches on PostgreSQL"). Undefined when it does not apply.
  */
 async function pgMessagesApart(
   db: Db,

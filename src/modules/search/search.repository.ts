@@ -125,7 +125,7 @@ export function scopeCondition(scope: Scope, probe = true): RawBuilder<unknown> 
  * The scope as a filter inside the FTS5 index, on its kind column: the kinds (kindFilter), a guest's public documents
  * only, and the language's content (the scope tokens of migration 0030). A guest never sees a message, so a guest's
  * search leaves messages out inside the index: the newest-first walk then skips them without reading their rows (in
- * a seeded world the newest 50,000 documents are messages; "the" walked 3.7 ms instead of 0.7). The walks still
+ * a world whose newest 50,000 documents were messages, "the" walked 3.7 ms instead of 0.7). The walks still
  * apply scopeCondition to every row they read; what the filter saves is the rows of documents out of scope.
  */
 export function ftsKinds(scope: Scope): FtsKinds {
