@@ -26,7 +26,7 @@ export function parseSeedArgs(argv: string[]): {
   db: string | undefined;
   bulk: boolean | undefined;
 } {
-  const numbers: Record<string, Exclude<keyof WorldOptions, 'bulk'>> = {
+  const numbers: Record<string, Exclude<keyof WorldOptions, 'bulk' | 'indexAsWritten'>> = {
     '--users': 'users',
     '--posts': 'posts',
     '--seed': 'seed',

@@ -45,6 +45,11 @@ export interface WorldOptions {
   vocabularySize: number;
   /** Many rows per statement with set-based karma and tags (BulkWriter) instead of the event path. */
   bulk: boolean;
+  /**
+   * Event path only: leave the search index as the API's triggers wrote it, in write order, instead of rebuilding it
+   * in creation order (test/seed/world.test.ts compares the two).
+   */
+  indexAsWritten?: boolean;
 }
 
 /** Defaults for everything but users, posts and seed. */
@@ -121,7 +126,9 @@ export class World {
     this.#o = options;
     this.#random = new Random(options.seed);
     this.#t0 = Date.now() - 365 * 86_400_000;
-    this.#writer = options.bulk ? new BulkWriter(ctx, this.#usernames) : new EventWriter(ctx);
+    this.#writer = options.bulk
+      ? new BulkWriter(ctx, this.#usernames)
+      : new EventWriter(ctx, { rebuild: options.indexAsWritten !== true });
     for (const { code } of SEED_LANGUAGES) {
       const words = vocabulary(code, options.vocabularySize, options.seed);
       this.#vocab.set(code, { words, zipf: new Zipf(words.length) });
@@ -133,6 +140,7 @@ export class World {
     this.#onProgress = progress;
     const passwordHash = await hashPassword(SEED_PASSWORD);
     await this.#writer.begin(this.#ctx.db);
+    let failed = true;
     try {
       await this.#seedUsers(passwordHash);
       await this.#seedNetworks();
@@ -140,9 +148,10 @@ export class World {
       await this.#seedPosts();
       await this.#seedMedia();
       await this.#seedMessages();
+      failed = false;
     } finally {
       // Also after a failed batch: the schema is whole again whatever was written.
-      await this.#writer.finish(this.#ctx.db, progress);
+      await this.#writer.finish(this.#ctx.db, progress, failed);
     }
     return { ...this.#counts };
   }

@@ -97,8 +97,8 @@ export interface WorldWriter {
   begin(db: Db): Promise<void>;
   /** A new, empty batch; batches must be staged in generation order. */
   batch(): WorldBatch;
-  /** Completes what the batches left to do after the last one; runs even when a batch failed. */
-  finish(db: Db, progress: FinishProgress): Promise<void>;
+  /** Completes what the batches left to do after the last one; runs even when a batch failed (`failed`). */
+  finish(db: Db, progress: FinishProgress, failed: boolean): Promise<void>;
 }
 
 /** Writes one staged kind of rows inside the batch transaction; returns the new reactions, if it wrote any. */
@@ -187,17 +187,26 @@ const quiet =
 export class EventWriter implements WorldWriter {
   readonly concurrency = 1;
   readonly #ctx: Context;
+  readonly #rebuild: boolean;
 
-  constructor(ctx: Context) {
+  /** `rebuild`: rebuild the search index in creation order at the end (see the top of this file). */
+  constructor(ctx: Context, options: { rebuild: boolean }) {
     this.#ctx = ctx;
+    this.#rebuild = options.rebuild;
   }
 
   async begin(): Promise<void> {}
 
-  /** Rebuilds the search index in creation order (see the top of this file). */
-  async finish(db: Db): Promise<void> {
+  /**
+   * Rebuilds the search index in creation order, unless a batch failed: the error that stopped the load is then the
+   * one reported, and the index the triggers wrote matches what was written.
+   */
+  async finish(db: Db, progress: FinishProgress, failed: boolean): Promise<void> {
+    if (!this.#rebuild || failed) return;
     const dialect = this.#ctx.dialect;
+    progress('search index', 0, 1);
     await db.transaction().execute((trx) => rebuildIndex(trx, dialect));
+    progress('search index', 1, 1);
   }
 
   batch(): WorldBatch {
@@ -459,8 +468,8 @@ export class BulkWriter implements WorldWriter {
   /**
    * Raises the totals of the committed batches, then runs two independent streams, concurrent on PostgreSQL (one
    * connection and core each; SQLite runs them one after the other): the search index rebuilt from the base tables
-   * (SQLite) and its own indexes; the triggers, every other index and the foreign keys. Both run to the end even if
-   * the other fails.
+   * in creation order and its own indexes; the triggers, every other index and the foreign keys. Both run to the end
+   * even if the other fails, and after a failed batch too: the schema is whole again whatever was written.
    */
   async finish(db: Db, progress: FinishProgress): Promise<void> {
     const suspended = this.#suspended;
