@@ -7,10 +7,9 @@
 // scales to more than 100 matches only over more than 22,000 ids: the world has 24,500.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import { startTestApp, type TestApp, testDialects } from '../helper.ts';
-import { readAllPages, recordedSearch } from './world.ts';
+import { insertPosts, readAllPages, recordedSearch } from './world.ts';
 
 const TUNING = {
   rankedCandidates: 100,
@@ -22,29 +21,6 @@ const TUNING = {
   statsRareMatches: 0,
   statsDenseShare: 0,
 };
-
-/** Public English posts by one author, stored in order (the index's triggers index them); their uuids. */
-async function insertPosts(t: TestApp, authorUuid: string, bodies: string[]): Promise<string[]> {
-  const uuids: string[] = [];
-  for (let i = 0; i < bodies.length; i += 1000) {
-    const now = nowIso();
-    const rows = bodies.slice(i, i + 1000).map((body) => {
-      const uuid = uuidv7();
-      uuids.push(uuid);
-      return {
-        uuid,
-        user_uuid: authorUuid,
-        body,
-        visibility: 'public',
-        language: 'en',
-        created_at: now,
-        updated_at: now,
-      };
-    });
-    await t.ctx.db.insertInto('posts').values(rows).execute();
-  }
-  return uuids;
-}
 
 for (const dialect of testDialects()) {
   describe(`search: a query sparse in the window and the spread ranges [${dialect.name}]`, () => {

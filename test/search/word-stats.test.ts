@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { refreshRecentIndex } from '../../src/modules/search/search-index.repository.ts';
 import {
   denseHeadPlan,
@@ -17,7 +16,7 @@ import {
   wordStatsTiming,
 } from '../../src/modules/search/search-word-stats.service.ts';
 import { startTestApp, type TestApp, type TestDialect, type TestUser, testDialects } from '../helper.ts';
-import { call, recordedSearch } from './world.ts';
+import { call, insertPosts, recordedSearch } from './world.ts';
 
 // 1,000 documents when analyzed: `love` in 30%, `coffee` in 5%; any lexeme not listed in at most 0.2% (2 documents).
 const stats = {
@@ -75,23 +74,6 @@ async function startReaderWorld(dialect: TestDialect) {
   const send = (body: string) =>
     call(t, 'POST', '/messages', reader.token, { recipient_uuid: pen.uuid, body });
   return { t, author, reader, send };
-}
-
-/** Stores public English posts by one author straight into the database, in order (the index's trigger indexes them). */
-async function insertPosts(t: TestApp, authorUuid: string, bodies: string[]): Promise<void> {
-  const now = nowIso();
-  for (let i = 0; i < bodies.length; i += 200) {
-    const rows = bodies.slice(i, i + 200).map((body) => ({
-      uuid: uuidv7(),
-      user_uuid: authorUuid,
-      body,
-      visibility: 'public',
-      language: 'en',
-      created_at: now,
-      updated_at: now,
-    }));
-    await t.ctx.db.insertInto('posts').values(rows).execute();
-  }
 }
 
 /** Whether a search counted the density of its newest range (the statement the statistics' shortcuts skip). */
