@@ -146,24 +146,24 @@ for (const dialect of testDialects()) {
     });
 
     it('puts every index, trigger and constraint back when a bulk batch fails', async () => {
-      const c = await startTestApp(dialect);
+      const failing = await startTestApp(dialect);
       try {
         // bench_user exists already: the first batch of users breaks the unique name and the load stops there.
-        await insertTestUser(c.ctx, c.client.id, 'bench_user');
-        await assert.rejects(new World(c.ctx, { ...OPTIONS, bulk: true }).run());
-        assert.deepEqual(await schemaObjects(c), await schemaObjects(a));
-        const users = await c.ctx.db.selectFrom('users').select('username').execute();
+        await insertTestUser(failing.ctx, failing.client.id, 'bench_user');
+        await assert.rejects(new World(failing.ctx, { ...OPTIONS, bulk: true }).run());
+        assert.deepEqual(await schemaObjects(failing), await schemaObjects(a));
+        const users = await failing.ctx.db.selectFrom('users').select('username').execute();
         assert.deepEqual(users, [{ username: 'bench_user' }]);
         // The search index holds what the base tables hold, and its triggers follow new writes again.
-        await insertTestUser(c.ctx, c.client.id, 'after_failure');
+        await insertTestUser(failing.ctx, failing.client.id, 'after_failure');
         const docs = await sql<{ title: string }>`
-          select title from search_docs where kind = 'user' order by title`.execute(c.ctx.db);
+          select title from search_docs where kind = 'user' order by title`.execute(failing.ctx.db);
         assert.deepEqual(
           docs.rows.map((d) => d.title),
           ['after_failure', 'bench_user'],
         );
       } finally {
-        await c.close();
+        await failing.close();
       }
     });
 

@@ -105,7 +105,8 @@ async function refreshRecentIndexLocked(conn: Db, span: number): Promise<number 
   const row = state.rows[0];
   const current = row?.bound === null || row?.bound === undefined ? undefined : Number(row.bound);
   const target = recentIndexTarget(top, span);
-  // Ids only grow, but for `search reindex`, which numbers the documents from 1 again (and forgets the bound).
+  // Ids only grow, but for `search reindex`, which numbers the documents from 1 again (and forgets the bound), and
+  // rewindDocIds, which gives deleted newest ids back: a bound left above the target is built again below.
   const fresh = row?.valid === true && current !== undefined && current <= target && target - current < span;
   if (target <= 0 || fresh) return current;
   await withoutStatementTimeout(conn, async () => {
@@ -188,22 +189,43 @@ export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number)
   return steps;
 }
 
+/** How long rewindDocIds waits for its lock at a time, and how many times it tries before leaving the ids as they are. */
+const REWIND_LOCK_MS = 200;
+const REWIND_TRIES = 5;
+
 /**
  * PostgreSQL: sets search_docs' id sequence back to just after the newest document, as SQLite numbers a new row (an
  * INTEGER PRIMARY KEY without AUTOINCREMENT takes the id after the newest). Otherwise the ids of deleted newest
  * documents stay a gap at the top of the index, and the ranking's recent window (the newest 30,000 ids) holds that
- * many fewer documents until newer ones fill it: after the benchmark removed its 27,500 posts, 25 posts on top of the
- * gap left 2,464 documents in the window, and `love` walked 57,000 older ids in id order (docs/search.md, "Ids of
- * deleted documents"). The lock waits for the writes of search_docs in progress and holds new ones back for the
- * moment it takes, so no id is given twice.
+ * many fewer documents until newer ones fill it: after three benchmark runs removed their 27,536 posts, 25 posts on
+ * top of the gap left 2,464 documents in the window, and `love` walked 57,000 older ids in id order (docs/search.md,
+ * "Ids of deleted documents (PostgreSQL)"). The lock waits for the writes of search_docs in progress (an insert
+ * holds it from before it takes its id until it commits) and holds new ones back for the moment it takes, so no id
+ * is given twice; the sequence hands out one id at a time (bigserial's cache of 1). Writers queue behind a waiting
+ * lock, so it waits REWIND_LOCK_MS at a time (behind a long transaction, a vacuum or an index build; RetryingKysely
+ * runs each try up to three times), and after REWIND_TRIES the ids stay as they are until the next compaction: the
+ * rewind only spares searches time.
  */
-async function rewindDocIds(db: Db): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    await sql`lock table search_docs in share row exclusive mode`.execute(trx);
-    await sql`select setval(pg_get_serial_sequence('search_docs', 'id'),
-      coalesce((select max(id) from search_docs), 0) + 1, false)`.execute(trx);
-  });
+async function rewindDocIds(db: Db): Promise<boolean> {
+  for (let tries = 0; tries < REWIND_TRIES; tries++) {
+    try {
+      await db.transaction().execute(async (trx) => {
+        await sql.raw(`set local lock_timeout = '${REWIND_LOCK_MS}ms'`).execute(trx);
+        await sql`lock table search_docs in share row exclusive mode`.execute(trx);
+        await sql`select setval(pg_get_serial_sequence('search_docs', 'id'),
+          coalesce((select max(id) from search_docs), 0) + 1, false)`.execute(trx);
+      });
+      return true;
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+    }
+  }
+  return false;
 }
+
+/** PostgreSQL's SQLSTATE for a lock not granted within lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 /** FTS5's own default for the terms a table holds in memory before it writes them as a segment (`hashsize`). */
 const FTS5_DEFAULT_HASH_BYTES = 1024 * 1024;
