@@ -51,9 +51,9 @@ export async function deepWalkSplit(
   need: number,
 ): Promise<{ walkAbove: number; forceWalk: boolean } | undefined> {
   if (dialect !== 'postgres') return undefined;
-  // Sampled with others' messages (a block of them: once a seeded world's newest 50,000 ids), a signed-in caller's one or two own
-  // messages among 2,000 ids gave a density so low that the split fell to the first id, and the walk read every
-  // match through GIN (sampledKinds).
+  // Sampled with others' messages (a block of them: once a seeded world's newest 50,000 ids), a signed-in caller's
+  // one or two own messages among 2,000 ids gave a density so low that the split fell to the first id, and the walk
+  // read every match through GIN (sampledKinds).
   const kinds = sampledKinds(scope);
   if (kinds.length === 0) return undefined;
   const { last } = await docIdRange(db, dialect, kinds);
@@ -67,11 +67,11 @@ export async function deepWalkSplit(
       { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true },
     )}) s)`;
   // The walk reaches far below the newest ids (hundreds of thousands for a three-letter prefix), so ranges spread
-  // below them join the sample, asked in the same statement: the newest alone may be one kind (5,000 media in
-  // the seeded world before its index was built in creation order), whose density put up to 2.15 times the needed matches in the first range (docs/search.md, "Deep
-  // pages"). None among the newest ids: a block of new documents without the words (one author's burst) says nothing
-  // of the rest of the index, where an unbounded walk would read every match through GIN; the spread ranges alone
-  // then give the density, as for the ranking (countNewestAndSpread).
+  // below them join the sample, asked in the same statement: the newest alone may be one kind (5,000 media in the
+  // seeded world before its index was built in creation order), whose density put up to 2.15 times the needed matches
+  // in the first range (docs/search.md, "Deep pages"). None among the newest ids: a block of new documents without
+  // the words (one author's burst) says nothing of the rest of the index, where an unbounded walk would read every
+  // match through GIN; the spread ranges alone then give the density, as for the ranking (countNewestAndSpread).
   const below = top - densitySample;
   const ranges = spreadIdRanges(range.first, below, spreadRanges, spreadRangeIds).map((r) =>
     inScope(r.afterId, r.toId),

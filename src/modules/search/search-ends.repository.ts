@@ -24,8 +24,8 @@ export async function docIdRange(
  * `max(id) where kind = $1`: on an equality PostgreSQL drops the kind from the order and may walk the primary key
  * from its end, testing each row's kind. Prepared, its generic plan did so for every kind (it guesses a sixth of the
  * documents per kind, spread evenly), while a world may hold its kinds in blocks of ids (the seeded one: users first,
- * then networks): 1.2-1.8 s per search where the index answers in 0.1 ms, and under load searches ran into the statement
- * timeout. With a range, only the index gives that order.
+ * then networks): 1.2-1.8 s per search where the index answers in 0.1 ms, and under load searches ran into the
+ * statement timeout. With a range, only the index gives that order.
  */
 function kindEnd(direction: 'asc' | 'desc', kind: DocKind, beforeId?: number): RawBuilder<unknown> {
   const dir = sql.raw(direction);

@@ -49,9 +49,9 @@ const LOCK_RETRY_MS = 100;
 /**
  * Where the index of recent documents starts: a window (`span` ids) and a quarter of one below the newest document
  * other than a message. The quarter keeps a window whose kinds end a little lower (a `/search/types` column of a kind
- * whose newest document is older than the newest post) above the bound. Two windows, as first built, left half the index below
- * any window, and a search read and rejected those rows: `with` 19-23 ms for its window, 6-12 ms with this bound
- * (docs/search.md, "The index of recent documents (PostgreSQL)").
+ * whose newest document is older than the newest post) above the bound. Two windows, as first built, left half the
+ * index below any window, and a search read and rejected those rows: `with` 19-23 ms for its window, 6-12 ms with
+ * this bound (docs/search.md, "The index of recent documents (PostgreSQL)").
  */
 export function recentIndexTarget(top: number, span: number): number {
   return top - span - Math.ceil(span / 4);
@@ -146,14 +146,14 @@ async function withoutStatementTimeout(conn: Db, work: () => Promise<void>): Pro
 
 /**
  * Compacts the search index after writes and deletes (docs/search.md, "Keeping the index compact"). SQLite: merges
- * each FTS5 table's segments step by step into one until no step finds work (FTS5 reports work as two or more
- * changes counted on the connection) or MAX_MERGE_STEPS: the first step (a negative `merge`) puts every segment on
- * one level and starts merging it, the next ones continue that merge (`usermerge` 2 then lets a step merge any two
- * segments of a level). Segments the API commits meanwhile stay beside the merged one (merged with each other, two
- * of a level at a time), their deletion markers until the next compaction. PostgreSQL: gives the ids of deleted
- * newest documents back (rewindDocIds), moves the index of recent documents up (refreshRecentIndex, by `recentSpan` ids), then vacuums and analyzes the index tables with their
- * indexes' dead entries (vacuumWithIndexes), which also empties the GIN pending list. Returns the merge steps
- * taken (0 on PostgreSQL).
+ * each FTS5 table's segments step by step into one until no step finds work (FTS5 reports work as two or more changes
+ * counted on the connection) or MAX_MERGE_STEPS: the first step (a negative `merge`) puts every segment on one level
+ * and starts merging it, the next ones continue that merge (`usermerge` 2 then lets a step merge any two segments of
+ * a level). Segments the API commits meanwhile stay beside the merged one (merged with each other, two of a level at
+ * a time), their deletion markers until the next compaction. PostgreSQL: gives the ids of deleted newest documents
+ * back (rewindDocIds), moves the index of recent documents up (refreshRecentIndex, by `recentSpan` ids), then vacuums
+ * and analyzes the index tables with their indexes' dead entries (vacuumWithIndexes), which also empties the GIN
+ * pending list. Returns the merge steps taken (0 on PostgreSQL).
  */
 export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number): Promise<number> {
   if (dialect === 'postgres') {
@@ -189,7 +189,7 @@ export async function compactIndex(db: Db, dialect: Dialect, recentSpan: number)
   return steps;
 }
 
-/** How long rewindDocIds waits for its lock at a time, and how many times it tries before leaving the ids as they are. */
+/** How long rewindDocIds waits for its lock at a time, and how many times it tries before leaving the ids alone. */
 const REWIND_LOCK_MS = 200;
 const REWIND_TRIES = 5;
 

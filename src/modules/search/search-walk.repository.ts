@@ -78,9 +78,10 @@ export interface IdWalk {
    */
   forward?: boolean | undefined;
   /**
-   * PostgreSQL, a forced walk of the recent window: the bound of the index of recent documents (`search_docs_recent_tsv`,
-   * every document with an id above it), which the caller found cheaper to read than the window's rows in id order.
-   * Used only when the whole range lies above the bound; otherwise the walk goes as without it.
+   * PostgreSQL, a forced walk of the recent window: the bound of the index of recent documents
+   * (`search_docs_recent_tsv`, every document with an id above it), which the caller found cheaper to read than the
+   * window's rows in id order. Used only when the whole range lies above the bound; otherwise the walk goes as
+   * without it.
    */
   recentIndex?: number | undefined;
   offset: number;
@@ -265,10 +266,11 @@ export async function fewDocsOfKind(
 
 /**
  * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (through the index of their
- * words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked apart and merged by
- * id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
- * the viewer sees few of them: where the newest 50,000 ids were messages (the seeded world on PostgreSQL before
- * its index was built in creation order), "love" for bench_user walked about 90,000 ids (docs/search.md, "Signed-in searches on PostgreSQL"). Undefined when it does not apply.
+ * words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked apart and merged
+ * by id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
+ * the viewer sees few of them: where the newest 50,000 ids were messages (the seeded world on PostgreSQL before its
+ * index was built in creation order), "love" for bench_user walked about 90,000 ids (docs/search.md, "Signed-in
+ * searches on PostgreSQL"). Undefined when it does not apply.
  */
 async function pgMessagesApart(
   db: Db,
