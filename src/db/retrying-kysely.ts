@@ -1,11 +1,14 @@
 import { Kysely, type Transaction, type TransactionBuilder } from 'kysely';
 import { isStalePreparedStatement } from './prepared-statements.ts';
 
+/** PostgreSQL's SQLSTATE for a lock not granted within lock_timeout. */
+export const LOCK_NOT_AVAILABLE = '55P03';
+
 /**
  * PostgreSQL errors after which a transaction can run again as it was: deadlock, serialization failure, and the
  * lock timeout of a group-committed transaction (pg-group-commit.ts).
  */
-const RETRYABLE = new Set(['40P01', '40001', '55P03']);
+const RETRYABLE = new Set(['40P01', '40001', LOCK_NOT_AVAILABLE]);
 /** Runs of one transaction at most (the first and two retries). */
 const ATTEMPTS = 3;
 

@@ -3,6 +3,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
+import { LOCK_NOT_AVAILABLE } from '../../db/retrying-kysely.ts';
 import { FLUSH_PENDING_SEARCH_DOCS } from '../../db/search-pending.ts';
 import { DOC_KINDS, type DocKind, rowidValue } from './search.repository.ts';
 import { docIdRange } from './search-ends.repository.ts';
@@ -206,7 +207,7 @@ const REWIND_TRIES = 5;
  * runs each try up to three times), and after REWIND_TRIES the ids stay as they are until the next compaction: the
  * rewind only spares searches time.
  */
-async function rewindDocIds(db: Db): Promise<boolean> {
+async function rewindDocIds(db: Db): Promise<void> {
   for (let tries = 0; tries < REWIND_TRIES; tries++) {
     try {
       await db.transaction().execute(async (trx) => {
@@ -215,17 +216,13 @@ async function rewindDocIds(db: Db): Promise<boolean> {
         await sql`select setval(pg_get_serial_sequence('search_docs', 'id'),
           coalesce((select max(id) from search_docs), 0) + 1, false)`.execute(trx);
       });
-      return true;
+      return;
     } catch (err) {
       if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
       await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
   }
-  return false;
 }
-
-/** PostgreSQL's SQLSTATE for a lock not granted within lock_timeout. */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 /** FTS5's own default for the terms a table holds in memory before it writes them as a segment (`hashsize`). */
 const FTS5_DEFAULT_HASH_BYTES = 1024 * 1024;
