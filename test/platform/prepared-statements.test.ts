@@ -79,7 +79,13 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       const handle = connectDatabase(t.url, { poolSize: 1 });
       try {
         for (let i = 0; i < 2; i++) {
-          const found = await findVisibleTagWithAssociations(handle.db, tag.uuid, alice.uuid, 100);
+          const found = await findVisibleTagWithAssociations(
+            handle.db,
+            'postgres',
+            tag.uuid,
+            alice.uuid,
+            100,
+          );
           assert.equal(found?.associations.length, 1);
         }
         const names = await prepared(handle.db);

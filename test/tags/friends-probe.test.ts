@@ -66,7 +66,7 @@ describe('friends probed per row, not hashed per statement [postgres]', { skip: 
   it("the newest visible associations of a tag probe the hub's friends per row", async () => {
     const compiled = t.ctx.db
       .selectFrom('tags')
-      .select(newestAssociationsOf('tags.uuid', 100, hub.uuid).as('associations'))
+      .select(newestAssociationsOf(t.ctx.dialect, 'tags.uuid', 100, hub.uuid).as('associations'))
       .where('uuid', '=', tagUuid)
       .compile();
     const explained = await t.ctx.db.executeQuery<{ 'QUERY PLAN': string }>({

@@ -17,7 +17,7 @@ import {
   lateRowsFor,
   type Whitelist,
 } from '../../http/list-query.ts';
-import { isFriendOf } from '../connection/visibility.ts';
+import { isFriendOf, PLAN_AS_PROBE } from '../connection/visibility.ts';
 import { TARGET_TYPES } from '../target/target.repository.ts';
 import type { TagAssociationTable } from './tag-association.table.ts';
 
@@ -86,7 +86,7 @@ function visibleParts(viewer: string | null): Expression<SqlBool>[] {
 export function visibleWithoutUse(tagTable: string): RawBuilder<SqlBool> {
   const uuid = sql.ref(`${tagTable}.uuid`);
   return sql<SqlBool>`(${sql.ref(`${tagTable}.tag_type`)} = 'emotion' or (${sql.ref(`${tagTable}.standalone`)} = 1
-    and not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid})))`;
+    and not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid}${PLAN_AS_PROBE})))`;
 }
 
 /**
@@ -96,12 +96,13 @@ export function visibleWithoutUse(tagTable: string): RawBuilder<SqlBool> {
  * cheapest and likeliest first; the friends test walks the tag's `friends` rows (few on a tag nobody used in
  * public) and probes the friends table, rather than probing the tag once per friend of the viewer. `tagTable` names
  * the outer tags table or its alias (a trusted identifier, e.g. 'tags' or 't'); for the tag list, single tags, and
- * '#' searches.
+ * '#' searches. Each EXISTS is planned as a probe (PLAN_AS_PROBE): the hashed alternatives PostgreSQL planned
+ * besides cost the tag list a third of its 0.75 ms of planning per statement, and were not the faster plan.
  */
 export function tagVisibleTo(viewer: string | null, tagTable: string): Expression<SqlBool> {
   const uuid = sql.ref(`${tagTable}.uuid`);
   const has = (cond: Expression<SqlBool>) =>
-    sql<SqlBool>`exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid} and ${cond})`;
+    sql<SqlBool>`exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid} and ${cond}${PLAN_AS_PROBE})`;
   const guest = sql<SqlBool>`${visibleWithoutUse(tagTable)} or ${has(sql`ta.audience = 'public'`)}`;
   if (viewer === null) return sql<SqlBool>`(${guest})`;
   // The friends test without isFriendOf's probe here: over a whole tag list PostgreSQL's plan of it (per tag, the
@@ -239,21 +240,27 @@ function singleTagFilter(lq: ListQuery): string | undefined {
 
 /**
  * SQL of the uuids of the newest associations of the tag `tagRef` (a trusted column reference, e.g. 't.uuid'), at
- * most `perTag`, newest first, comma-joined (NULL when there is none); with `viewer` given (null for a guest) only
- * those whose target the viewer may see, so a tag does not reveal private posts' uses. One bounded walk of the
- * covering (tag_uuid, created_at, uuid, audience...) index per tag, aggregated to one value: a tag and its 100
- * associations come back as one row, not 101 (both engines have string_agg with ORDER BY).
+ * most `perTag`, newest first, comma-joined (NULL or empty when there is none); with `viewer` given (null for a
+ * guest) only those whose target the viewer may see, so a tag does not reveal private posts' uses. One bounded walk
+ * of the covering (tag_uuid, created_at, uuid, audience...) index per tag, aggregated to one value: a tag and its
+ * 100 associations come back as one row, not 101.
  */
 export function newestAssociationsOf(
+  dialect: Dialect,
   tagRef: string,
   perTag: number,
   viewer?: string | null,
 ): RawBuilder<string | null> {
   const visible = viewer === undefined ? sql`` : sql`and ${targetVisibleTo(viewer)}`;
   // `nulls last` (created_at is never null) matches the index order on PostgreSQL, whose default for desc is first.
-  return sql<string | null>`(select string_agg(n.uuid, ',' order by n.created_at desc, n.uuid desc) from (
-    select ta.uuid, ta.created_at from tag_associations ta where ta.tag_uuid = ${sql.ref(tagRef)} ${visible}
-    order by ta.created_at desc nulls last, ta.uuid desc limit ${perTag}) n)`;
+  const walk = (columns: RawBuilder<unknown>) => sql`select ${columns} from tag_associations ta
+    where ta.tag_uuid = ${sql.ref(tagRef)} ${visible}
+    order by ta.created_at desc nulls last, ta.uuid desc limit ${perTag}`;
+  // PostgreSQL (before 16) sorts the input of an aggregate with ORDER BY again, though the walk is in that order;
+  // ARRAY(subquery) takes the rows in the subquery's order: 1.55 -> 1.31 ms for the tag list's 20 tags.
+  if (dialect === 'postgres') return sql<string | null>`array_to_string(array(${walk(sql`ta.uuid`)}), ',')`;
+  return sql<string | null>`(select string_agg(n.uuid, ',' order by n.created_at desc, n.uuid desc)
+    from (${walk(sql`ta.uuid, ta.created_at`)}) n)`;
 }
 
 /** The uuid list of a newestAssociationsOf value. */
@@ -281,7 +288,7 @@ export async function findNewestAssociationUuids(
   const rows = await db
     .selectFrom('tags as t')
     .$if(pg, (q) => q.modifyFront(PREPARED))
-    .select(['t.uuid', newestAssociationsOf('t.uuid', perTag, viewer).as('associations')])
+    .select(['t.uuid', newestAssociationsOf(dialect, 't.uuid', perTag, viewer).as('associations')])
     .where((eb) => (pg ? eb('t.uuid', '=', sql<string>`any(${tagUuids})`) : eb('t.uuid', 'in', tagUuids)))
     .execute();
   for (const r of rows) out.set(r.uuid, splitUuids(r.associations));

@@ -46,6 +46,7 @@ export async function findTagByUuid(
  */
 export async function findVisibleTagWithAssociations(
   db: Db,
+  dialect: Dialect,
   uuid: string,
   viewer: string | null,
   perTag: number,
@@ -55,7 +56,7 @@ export async function findVisibleTagWithAssociations(
     // A lookup by primary key: PostgreSQL planned it in 0.28 ms and ran it in 0.17 (docs/decisions.md).
     .modifyFront(PREPARED)
     .selectAll()
-    .select(newestAssociationsOf('tags.uuid', perTag, viewer).as('associations'))
+    .select(newestAssociationsOf(dialect, 'tags.uuid', perTag, viewer).as('associations'))
     .select(visibleWithoutUse('tags').as('unused_or_emotion'))
     .where('uuid', '=', uuid)
     .executeTakeFirst();

@@ -93,7 +93,7 @@ export async function getTag<A>(
 ): Promise<A> {
   const key = uuid.toLowerCase();
   const read = async () => {
-    const found = await findVisibleTagWithAssociations(ctx.db, key, viewer, ASSOCIATIONS_IN_TAG);
+    const found = await findVisibleTagWithAssociations(ctx.db, ctx.dialect, key, viewer, ASSOCIATIONS_IN_TAG);
     // Wrapped: a missing tag (undefined) is an answer worth keeping too.
     return { answer: found ? options.render(toApiTag(found.row, found.associations)) : undefined };
   };
