@@ -92,9 +92,9 @@ for (const dialect of testDialects()) {
       }
     });
 
-    // docs/search.md, "Messages by words and party (PostgreSQL)": the caller's messages come from one GIN index of
-    // their words and parties (migration 0028), not from a walk of each side testing every message's words.
-    it("PostgreSQL finds the caller's messages through the index of words and parties", {
+    // docs/search.md, "Messages by words and party (PostgreSQL)": a caller with few messages in the walk's range has
+    // them read through the indexes of their two sides, each tested against the words.
+    it("PostgreSQL reads a caller's few messages through the indexes of their sides", {
       skip: dialect.name !== 'postgres',
     }, async () => {
       Object.assign(searchTuning, standard);
@@ -105,6 +105,37 @@ for (const dialect of testDialects()) {
         limit: 100,
       });
       assert.deepEqual(uuids(page.data).toSorted(), [...visible].sort());
+      const plans = await explainRecorded(t.ctx.db, nodes, (text) =>
+        text.includes("d.kind = 'messages' and ("),
+      );
+      assert.ok(plans.length > 0, "the caller's messages are read by their sides");
+      for (const plan of plans) {
+        assert.match(plan, /Index Scan on search_docs_message_(owner|recipient)/, plan);
+        assert.doesNotMatch(plan, /search_docs_message_words/, plan);
+      }
+    });
+
+    // The same, for a caller with more messages than that: one GIN index of their words and parties (migration
+    // 0028), not a walk of each side testing every message's words.
+    it("PostgreSQL finds a busy caller's messages through the index of words and parties", {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      Object.assign(searchTuning, standard);
+      const busy = await t.createUser('busy');
+      const pal = await t.createUser('pal');
+      const sent: string[] = [];
+      for (let i = 0; i < 210; i++) {
+        const body = i % 30 === 0 ? `quasar ${i}` : `chatter ${i}`;
+        const m = await call(t, 'POST', '/messages', i % 2 ? busy.token : pal.token, {
+          recipient_uuid: i % 2 ? pal.uuid : busy.uuid,
+          body,
+        });
+        if (body.startsWith('quasar')) sent.push(m.uuid);
+      }
+      await sql`analyze search_docs`.execute(t.ctx.db);
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      const page = await searchService({ ...t.ctx, readDb: db }, busy.uuid, { query: 'quasar', limit: 100 });
+      assert.deepEqual(uuids(page.data).toSorted(), sent.toSorted());
       const plans = await explainRecorded(t.ctx.db, nodes, (text) => text.includes('search_message_parties'));
       assert.ok(plans.length > 0, 'the messages are read by words and party');
       for (const plan of plans) assert.match(plan, /Bitmap Index Scan on search_docs_message_words/, plan);
