@@ -5,6 +5,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
 import { restrictedVisibility } from '../../db/migrations/0031-search-restricted-index.ts';
+import { PREPARED } from '../../db/prepared-statements.ts';
 import { readWholeNumbers } from '../../db/whole-numbers.ts';
 import { visibleTo } from '../connection/visibility.ts';
 import { type FtsKinds, partyToken } from './search.query.ts';
@@ -297,10 +298,9 @@ async function fewMessagesOf(db: Db, scope: Scope, walk: IdWalk): Promise<boolea
   const bounds = idBounds(sql.ref('d.id'), walk);
   const side = (column: 'owner_uuid' | 'recipient_uuid') =>
     sql`select 1 from search_docs d where d.kind = 'messages' and ${sql.ref(`d.${column}`)} = ${viewer} ${bounds}`;
-  const r = await sql<{ n: number | string }>`
-    select count(*) as n from (${side('owner_uuid')} union all ${side('recipient_uuid')} limit ${FEW_MESSAGES}) s`.execute(
-    db,
-  );
+  // Prepared: two index ranges whatever the values, where planning took longer than the count.
+  const r = await sql<{ n: number | string }>`select ${PREPARED} count(*) as n
+    from (${side('owner_uuid')} union all ${side('recipient_uuid')} limit ${FEW_MESSAGES}) s`.execute(db);
   return Number(r.rows[0]?.n ?? FEW_MESSAGES) < FEW_MESSAGES;
 }
 
