@@ -406,7 +406,7 @@ export async function exactDocs(
   const statsBounds = { most: searchTuning.statsRareMatches, changedMost: searchTuning.statsChangedRows };
   if (dialect === 'postgres' && most === fewest && (await onePlanPreview(db, scope, oneRead))) {
     // A preview of one kind with one plan: its newest `most` matches answer the count. The caller's messages are read
-    // through the index of their words and parties whatever `forceWalk` says.
+    // apart whatever `forceWalk` says (pgWalkQuery: through their sides when few, else the words and parties).
     read = await walk(most, { ...oneRead, forceWalk: true });
     readCount = newestCountOf(read, { ...span, cap: fewest }, kinds, most);
   } else if (dialect === 'postgres' && (await rareByStatistics(db, match, ends.stats, statsBounds))) {
@@ -659,9 +659,9 @@ export async function exactDocs(
  * PostgreSQL, a preview of one kind (exactly `fewest` candidates: a column of /search/types): whether its candidates
  * can be read before any count. Whatever the count of the newest range says, they are the newest `most` matches in
  * scope (a common query's newest `fewest`, or the recent window's and then older ones up to `most`), so the count only
- * chose a plan; the caller's messages (read through the index of their words and parties) and networks or media
- * with few documents in the range (walked through their own ids, fewDocsOfKind) have one plan whatever it says
- * (docs/search.md, "Previews without a count").
+ * chose a plan; the caller's messages (read through their sides or the index of their words and parties, chosen by
+ * their own count, fewMessagesOf) and networks or media with few documents in the range (walked through their own
+ * ids, fewDocsOfKind) have one plan whatever it says (docs/search.md, "Previews without a count").
  */
 async function onePlanPreview(
   db: Db,
