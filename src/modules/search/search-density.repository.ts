@@ -59,12 +59,13 @@ export async function deepWalkSplit(
   const { last } = await docIdRange(db, dialect, kinds);
   const top = Math.min(range.top, last);
   const { densitySample, spreadRanges, spreadRangeIds } = deepWalkTuning;
-  // The matches in scope in a range, read in id order (ts_match_vq: never the GIN index).
+  // The matches in scope in a range, read in id order (ts_match_vq: never the GIN index); a caller's messages
+  // through their sides, of which a range of a few thousand ids holds at most that many.
   const inScope = (afterId: number, toId: number) =>
     sql`(select count(*) from (${pgWalkQuery(
       match,
       { ...scope, kinds },
-      { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true },
+      { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true, partyWalk: true },
     )}) s)`;
   // The walk reaches far below the newest ids (hundreds of thousands for a three-letter prefix), so ranges spread
   // below them join the sample, asked in the same statement: the newest alone may be one kind (5,000 media in the

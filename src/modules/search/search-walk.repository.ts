@@ -85,11 +85,6 @@ export interface IdWalk {
    * without it.
    */
   recentIndex?: number | undefined;
-  /**
-   * PostgreSQL, a signed-in walk of messages alone: the viewer's messages in the range, through the partial indexes
-   * of their two sides, each tested against the words (set by findMatchesById when they are few: fewMessagesOf).
-   */
-  partyWalk?: boolean | undefined;
   offset: number;
   limit: number;
 }
@@ -124,7 +119,11 @@ export interface PgWalkRange {
   forward?: boolean | undefined;
   /** With forceWalk: the bound of the index of recent documents (IdWalk.recentIndex). */
   recentIndex?: number | undefined;
-  /** A messages-only walk through the viewer's sides (IdWalk.partyWalk). */
+  /**
+   * A signed-in walk of messages alone: the viewer's messages in the range through the partial indexes of their two
+   * sides, each tested against the words, rather than the index of words and parties. For ranges known to hold few
+   * of them (fewMessagesOf, or a density sample's few thousand ids). Ignored for other scopes.
+   */
   partyWalk?: boolean | undefined;
 }
 
@@ -146,7 +145,8 @@ export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawB
   if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages') && walk.partyWalk) {
     // The viewer's few messages of the range, each tested against the words: the index below reads every message of
     // the words and of the viewer, whatever the range (`the` as bench_user: 537 messages for the 7 of the recent
-    // window, 7.8 ms against 0.2 this way; docs/search.md, "Messages by words and party (PostgreSQL)").
+    // window, 7.8 ms against 0.2 this way, EXPLAIN ANALYZE; docs/search.md, "Messages by words and party
+    // (PostgreSQL)").
     return sql`
       select ${walkColumns(walk.withText)} from search_docs d
       where d.kind = 'messages' and (d.owner_uuid = ${scope.viewer} or d.recipient_uuid = ${scope.viewer})
@@ -156,9 +156,10 @@ export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawB
   }
   if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
     // Only the viewer's two sides see a message: the words and the viewer as a party are intersected in the index of
-    // migration 0028, then the matches are sorted. Walking each side newest first through its partial index
-    // (migration 0011) tested every message's tsvector (`love` as bench_user: 1,187 received messages for 19 matches,
-    // 3.7 ms against 0.7; docs/search.md, "Messages by words and party (PostgreSQL)"). The scope stays as the check
+    // migration 0028, then the matches are sorted. With many of the viewer's messages in the range, walking each side
+    // through its partial index (migration 0011, the branch above) tested every message's tsvector (`love` as
+    // bench_user, unbounded: 1,187 received messages for 19 matches, 3.7 ms against 0.7; docs/search.md, "Messages
+    // by words and party (PostgreSQL)"). The scope stays as the check
     // of who sees a match. The party tokens have no positions, so PostgreSQL matches them whatever weight the query
     // asks: a last word starting the viewer's token (`u01a`) matched every message of theirs. ts_match_vq() checks the
     // words against the message's own lexemes, as every other walk and count does.
@@ -271,7 +272,8 @@ export async function fewDocsOfKind(
   walk: { beforeId?: number | undefined; afterId?: number | undefined },
 ): Promise<boolean> {
   const kind = kinds.length === 1 ? kinds[0] : undefined;
-  // A messages-only walk goes through the viewer's sides (pgWalkQuery), never in id order.
+  // A messages-only walk goes through the viewer's sides or the index of words and parties (pgWalkQuery), never in
+  // id order.
   if (kind === undefined || kind === 'messages') return false;
   if (walk.beforeId === undefined || walk.afterId === undefined) return false;
   // A range of fewer ids than FEW_DOCS holds fewer documents of any kind: no need to count them.
@@ -283,25 +285,29 @@ export async function fewDocsOfKind(
   return Number(r.rows[0]?.n ?? FEW_DOCS) < FEW_DOCS;
 }
 
-/** At most this many of the viewer's messages in a walk's range are walked rather than looked up in GIN. */
-const FEW_MESSAGES = 200;
+/**
+ * PostgreSQL: with fewer than `fewMessages` entries of the viewer's two sides in a walk's range, their messages are
+ * walked rather than looked up in the index of words and parties (fewMessagesOf). Tests set it to 0 to take that index.
+ */
+export const messageWalkTuning = { fewMessages: 200 };
 
 /**
- * Whether a signed-in walk of messages alone (PostgreSQL) has fewer than FEW_MESSAGES of the viewer's messages in
- * its id range: then testing each of them costs less than the index of words and parties, whose read of a common
- * word's entries is the same whatever the range (0.2-7.8 ms for the 20 commonest words as bench_user); each
- * costs about 2.5 µs.
+ * Whether a signed-in walk of messages alone (PostgreSQL) has fewer than `fewMessages` entries of the viewer's two
+ * sides in its id range: then testing each message costs less than the index of words and parties, whose read of a
+ * common word's entries is the same whatever the range (0.2-7.2 ms a search over the 20 commonest words as
+ * bench_user); a message tested costs about 2.5 µs.
  */
 async function fewMessagesOf(db: Db, scope: Scope, walk: IdWalk): Promise<boolean> {
   const viewer = scope.viewer;
-  if (viewer === null || !scope.kinds.every((k) => k === 'messages')) return false;
+  const few = messageWalkTuning.fewMessages;
+  if (viewer === null || !scope.kinds.every((k) => k === 'messages') || few <= 0) return false;
   const bounds = idBounds(sql.ref('d.id'), walk);
   const side = (column: 'owner_uuid' | 'recipient_uuid') =>
     sql`select 1 from search_docs d where d.kind = 'messages' and ${sql.ref(`d.${column}`)} = ${viewer} ${bounds}`;
   // Prepared: two index ranges whatever the values, where planning took longer than the count.
   const r = await sql<{ n: number | string }>`select ${PREPARED} count(*) as n
-    from (${side('owner_uuid')} union all ${side('recipient_uuid')} limit ${FEW_MESSAGES}) s`.execute(db);
-  return Number(r.rows[0]?.n ?? FEW_MESSAGES) < FEW_MESSAGES;
+    from (${side('owner_uuid')} union all ${side('recipient_uuid')} limit ${few}) s`.execute(db);
+  return Number(r.rows[0]?.n ?? few) < few;
 }
 
 /**
@@ -379,8 +385,10 @@ export async function findMatchesById(
   if (dialect === 'postgres') {
     const apart = await pgMessagesApart(db, match, scope, given);
     if (apart) return apart;
-    // Every read below lies inside the walk's range, so one count decides them all.
-    const walk = (await fewMessagesOf(db, scope, given)) ? { ...given, partyWalk: true } : given;
+    // Every read below lies inside the walk's range, so one count decides them all; the few messages are read at
+    // once, not split at `walkAbove` (which bounds reads of the index, not of these).
+    const walk: IdWalk & PgWalkRange = { ...given, partyWalk: await fewMessagesOf(db, scope, given) };
+    if (walk.partyWalk) return pgWalk(db, match, scope, walk, walk.offset, walk.limit);
     const above = walk.walkAbove;
     const lowest = Math.max(walk.afterId ?? 0, above ?? 0);
     if (

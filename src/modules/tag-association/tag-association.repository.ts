@@ -240,7 +240,7 @@ function singleTagFilter(lq: ListQuery): string | undefined {
 
 /**
  * SQL of the uuids of the newest associations of the tag `tagRef` (a trusted column reference, e.g. 't.uuid'), at
- * most `perTag`, newest first, comma-joined (NULL or empty when there is none); with `viewer` given (null for a
+ * most `perTag`, newest first, comma-joined (none: NULL on SQLite, '' on PostgreSQL); with `viewer` given (null for a
  * guest) only those whose target the viewer may see, so a tag does not reveal private posts' uses. One bounded walk
  * of the covering (tag_uuid, created_at, uuid, audience...) index per tag, aggregated to one value: a tag and its
  * 100 associations come back as one row, not 101.
