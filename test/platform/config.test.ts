@@ -15,8 +15,8 @@ describe('configuration', () => {
     assert.equal(config.SQLITE_SYNCHRONOUS, 'FULL');
     assert.equal(config.TRUST_PROXY, false);
     // Memory bounds (docs/deployment.md, "Memory"): on unless switched off.
-    assert.equal(config.SQLITE_READER_HEAP_MB, 64);
-    assert.equal(config.SQLITE_READER_CACHE_MB, 16);
+    assert.equal(config.SQLITE_READER_HEAP_MB, 48);
+    assert.equal(config.SQLITE_READER_CACHE_MB, 12);
     assert.equal(config.SEARCH_CACHE_MB, 32);
     assert.equal(config.READ_CACHE_MB, 8);
     assert.equal(config.HEAP_SEMI_SPACE_MB, 32);
