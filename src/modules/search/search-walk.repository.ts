@@ -159,10 +159,10 @@ export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawB
     // migration 0028, then the matches are sorted. With many of the viewer's messages in the range, walking each side
     // through its partial index (migration 0011, the branch above) tested every message's tsvector (`love` as
     // bench_user, unbounded: 1,187 received messages for 19 matches, 3.7 ms against 0.7; docs/search.md, "Messages
-    // by words and party (PostgreSQL)"). The scope stays as the check
-    // of who sees a match. The party tokens have no positions, so PostgreSQL matches them whatever weight the query
-    // asks: a last word starting the viewer's token (`u01a`) matched every message of theirs. ts_match_vq() checks the
-    // words against the message's own lexemes, as every other walk and count does.
+    // by words and party (PostgreSQL)"). The scope stays as the check of who sees a match. The party tokens have no
+    // positions, so PostgreSQL matches them whatever weight the query asks: a last word starting the viewer's token
+    // (`u01a`) matched every message of theirs. ts_match_vq() checks the words against the message's own lexemes, as
+    // every other walk and count does.
     return sql`
       select ${walkColumns(walk.withText)} from search_docs d
       where d.kind = 'messages'
@@ -312,8 +312,8 @@ async function fewMessagesOf(db: Db, scope: Scope, walk: IdWalk): Promise<boolea
 
 /**
  * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (through their sides or the
- * index of their words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked apart and merged
- * by id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
+ * index of their words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked
+ * apart and merged by id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
  * the viewer sees few of them: where the newest 50,000 ids were messages (the seeded world on PostgreSQL before its
  * index was built in creation order), "love" for bench_user walked about 90,000 ids (docs/search.md, "Signed-in
  * searches on PostgreSQL"). Undefined when it does not apply.

@@ -97,7 +97,7 @@ export function visibleWithoutUse(tagTable: string): RawBuilder<SqlBool> {
  * public) and probes the friends table, rather than probing the tag once per friend of the viewer. `tagTable` names
  * the outer tags table or its alias (a trusted identifier, e.g. 'tags' or 't'); for the tag list, single tags, and
  * '#' searches. Each EXISTS is planned as a probe (PLAN_AS_PROBE): the hashed alternatives PostgreSQL planned
- * besides cost the tag list a third of its 0.75 ms of planning per statement, and were not the faster plan.
+ * besides cost the tag list a third of its 0.75 ms of planning per statement, and ran no faster where it took them.
  */
 export function tagVisibleTo(viewer: string | null, tagTable: string): Expression<SqlBool> {
   const uuid = sql.ref(`${tagTable}.uuid`);
