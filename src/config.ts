@@ -213,7 +213,7 @@ export const variables = {
   SQLITE_READER_CACHE_MB: {
     default: '12',
     description:
-      "SQLite page cache of each reader thread's connection in MB (SQLite's own default is 2). Searches look up the row of each ranked match; with the recent documents' pages cached they took a fifth to a third less time. 12 holds the recent window's pages of the 1,000,000-post world (about 9 MB).",
+      "SQLite page cache of each reader thread's connection in MB (SQLite's own default is 2). Searches look up the row of each ranked match; with the recent documents' pages cached they took a fifth to a third less time. 12 holds most of the recent window's pages of the 1,000,000-post world (about 9 MB of rows).",
     parse: int(1, 4096),
   },
   PG_READ_SLOTS: {

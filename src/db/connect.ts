@@ -46,7 +46,7 @@ export interface ConnectOptions {
   statementTimeoutMs?: number;
   /** SQLite files only: reader threads behind readDb (0, the default: readDb is db). */
   readers?: number;
-  /** SQLite files only: JavaScript heap limit of each reader thread in MB (default 64). */
+  /** SQLite files only: JavaScript heap limit of each reader thread in MB (default 64; the API's is 48). */
   readerHeapMb?: number;
   /** SQLite files only: page cache of each reader thread's connection in MB (default: SQLite's 2 MB). */
   readerCacheMb?: number;

@@ -21,7 +21,7 @@ export interface ReaderPoolOptions {
   path: string;
   size: number;
   busyTimeoutMs?: number;
-  /** JavaScript heap limit of each reader thread in MB (its old generation; default 64). */
+  /** JavaScript heap limit of each reader thread in MB (its old generation; default 64; the API passes its setting). */
   heapMb?: number;
   /** SQLite page cache of each reader's connection in MB (default: SQLite's own, 2 MB). */
   cacheMb?: number;

@@ -24,7 +24,7 @@ const TUNINGS = [
   { rankedCandidates: 1000, recentDocs: 30_000 },
 ];
 // On PostgreSQL the caller's messages are read through their sides when few (fewMessagesOf), else through the index
-// of their words and parties: 0 takes that index for every walk.
+// of their words and parties: 0 takes that index for every read, density samples included.
 const MESSAGE_WALKS = [{ fewMessages: 200 }, { fewMessages: 0 }];
 
 for (const dialect of testDialects()) {
@@ -35,8 +35,18 @@ for (const dialect of testDialects()) {
     const visible: string[] = [];
     const standard = { ...searchTuning };
     const standardMessages = { ...messageWalkTuning };
-    // Only PostgreSQL has two ways to read them.
+    // Only PostgreSQL has two ways to read them. Each way in turn, the standard one restored even on a failure.
     const messageWalks = dialect.name === 'postgres' ? MESSAGE_WALKS : [standardMessages];
+    const eachMessageWalk = async (run: () => Promise<void>) => {
+      try {
+        for (const messages of messageWalks) {
+          Object.assign(messageWalkTuning, messages);
+          await run();
+        }
+      } finally {
+        Object.assign(messageWalkTuning, standardMessages);
+      }
+    };
     // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
     const uuids = (items: any[]) => items.map((i) => i.uuid as string);
     const search = async (query: string, limit: number) => {
@@ -81,8 +91,7 @@ for (const dialect of testDialects()) {
     });
 
     it('order=created_at pages are every visible match newest first (oldest first ascending)', async () => {
-      for (const messages of messageWalks) {
-        Object.assign(messageWalkTuning, messages);
+      await eachMessageWalk(async () => {
         for (const tuning of TUNINGS) {
           Object.assign(searchTuning, tuning);
           const newest = [...visible].reverse();
@@ -91,21 +100,18 @@ for (const dialect of testDialects()) {
             assert.deepEqual(await search('/search?query=nebu&order=created_at:asc', limit), visible);
           }
         }
-      }
-      Object.assign(messageWalkTuning, standardMessages);
+      });
     });
 
     it('relevance pages are one total order of exactly the visible matches', async () => {
-      for (const messages of messageWalks) {
-        Object.assign(messageWalkTuning, messages);
+      await eachMessageWalk(async () => {
         for (const tuning of TUNINGS) {
           Object.assign(searchTuning, tuning);
           const whole = await search('/search?query=nebula', 100);
           assert.deepEqual([...whole].sort(), [...visible].sort());
           for (const limit of [1, 4, 9]) assert.deepEqual(await search('/search?query=nebula', limit), whole);
         }
-      }
-      Object.assign(messageWalkTuning, standardMessages);
+      });
     });
 
     // docs/search.md, "Messages by words and party (PostgreSQL)": a caller with few messages in the walk's range has
@@ -158,16 +164,14 @@ for (const dialect of testDialects()) {
     it("a word that starts the caller's party token matches none of their messages", async () => {
       // Party tokens index who a message is between, never its words (docs/search.md, "Messages by words and party").
       const start = partyToken(reader.uuid).slice(0, 4);
-      for (const messages of messageWalks) {
-        Object.assign(messageWalkTuning, messages);
+      await eachMessageWalk(async () => {
         const page = await searchService(t.ctx, reader.uuid, { query: `nebula ${start}`, limit: 100 });
         assert.deepEqual(uuids(page.data), []);
         assert.deepEqual(
           uuids((await searchService(t.ctx, reader.uuid, { query: start, limit: 100 })).data),
           [],
         );
-      }
-      Object.assign(messageWalkTuning, standardMessages);
+      });
     });
 
     it('PostgreSQL writes a party as partyToken does, whatever the case of the uuid', {

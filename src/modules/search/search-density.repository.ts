@@ -22,7 +22,7 @@ import {
   tsquery,
 } from './search.repository.ts';
 import { docIdRange } from './search-ends.repository.ts';
-import { hasKindGin, pgWalkQuery } from './search-walk.repository.ts';
+import { hasKindGin, messageWalkTuning, pgWalkQuery } from './search-walk.repository.ts';
 
 /**
  * The samples that estimate a query's density for a deep walk (PostgreSQL): the newest `densitySample` ids of the
@@ -60,12 +60,13 @@ export async function deepWalkSplit(
   const top = Math.min(range.top, last);
   const { densitySample, spreadRanges, spreadRangeIds } = deepWalkTuning;
   // The matches in scope in a range, read in id order (ts_match_vq: never the GIN index); a caller's messages
-  // through their sides, of which a range of a few thousand ids holds at most that many.
+  // through their sides, of which a range of a few thousand ids holds at most that many (unless tests turn it off).
+  const partyWalk = messageWalkTuning.fewMessages > 0;
   const inScope = (afterId: number, toId: number) =>
     sql`(select count(*) from (${pgWalkQuery(
       match,
       { ...scope, kinds },
-      { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true, partyWalk: true },
+      { direction: 'desc', afterId, beforeId: toId + 1, forceWalk: true, partyWalk },
     )}) s)`;
   // The walk reaches far below the newest ids (hundreds of thousands for a three-letter prefix), so ranges spread
   // below them join the sample, asked in the same statement: the newest alone may be one kind (5,000 media in the

@@ -313,10 +313,10 @@ async function fewMessagesOf(db: Db, scope: Scope, walk: IdWalk): Promise<boolea
 /**
  * PostgreSQL, a signed-in search of messages with other kinds: the viewer's messages (through their sides or the
  * index of their words and parties, pgWalkQuery) and the other kinds (bounded to those kinds' own ids) are walked
- * apart and merged by id: the same rows in the same order. One walk in id order crossed every message of its range row by row, though
- * the viewer sees few of them: where the newest 50,000 ids were messages (the seeded world on PostgreSQL before its
- * index was built in creation order), "love" for bench_user walked about 90,000 ids (docs/search.md, "Signed-in
- * searches on PostgreSQL"). Undefined when it does not apply.
+ * apart and merged by id: the same rows in the same order. One walk in id order crossed every message of its range
+ * row by row, though the viewer sees few of them: where the newest 50,000 ids were messages (the seeded world on
+ * PostgreSQL before its index was built in creation order), "love" for bench_user walked about 90,000 ids
+ * (docs/search.md, "Signed-in searches on PostgreSQL"). Undefined when it does not apply.
  */
 async function pgMessagesApart(
   db: Db,
