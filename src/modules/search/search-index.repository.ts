@@ -44,7 +44,10 @@ export function recentBoundLiteral(bound: number): string {
 /** The index of recent documents (PostgreSQL) and the name it is built under before it replaces the last one. */
 const RECENT_INDEX = 'search_docs_recent_tsv';
 const RECENT_INDEX_NEXT = 'search_docs_recent_next';
-/** How long a second `search compact` waits between tries while another builds the index of recent documents. */
+/**
+ * How long `search compact` waits between tries: while another builds the index of recent documents, and between
+ * rewindDocIds' tries for its lock.
+ */
 const LOCK_RETRY_MS = 100;
 
 /**

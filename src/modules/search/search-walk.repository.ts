@@ -142,32 +142,26 @@ function partyQuery(userUuid: string): RawBuilder<unknown> {
 export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawBuilder<unknown> {
   const bounds = idBounds(sql.ref('d.id'), walk);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
-  if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages') && walk.partyWalk) {
-    // The viewer's few messages of the range, each tested against the words: the index below reads every message of
-    // the words and of the viewer, whatever the range (`the` as bench_user: 537 messages for the 7 of the recent
-    // window, 7.8 ms against 0.2 this way, EXPLAIN ANALYZE; docs/search.md, "Messages by words and party
-    // (PostgreSQL)").
-    return sql`
-      select ${walkColumns(walk.withText)} from search_docs d
-      where d.kind = 'messages' and (d.owner_uuid = ${scope.viewer} or d.recipient_uuid = ${scope.viewer})
-        and ts_match_vq(d.tsv, ${tsquery(match)})
-        ${bounds} and ${scopeCondition(scope)}
-      order by d.id ${dir}`;
-  }
   if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
-    // Only the viewer's two sides see a message: the words and the viewer as a party are intersected in the index of
-    // migration 0028, then the matches are sorted. With many of the viewer's messages in the range, walking each side
-    // through its partial index (migration 0011, the branch above) tested every message's tsvector (`love` as
-    // bench_user, unbounded: 1,187 received messages for 19 matches, 3.7 ms against 0.7; docs/search.md, "Messages
-    // by words and party (PostgreSQL)"). The scope stays as the check of who sees a match. The party tokens have no
-    // positions, so PostgreSQL matches them whatever weight the query asks: a last word starting the viewer's token
-    // (`u01a`) matched every message of theirs. ts_match_vq() checks the words against the message's own lexemes, as
-    // every other walk and count does.
+    // Only the viewer's two sides see a message. Few of theirs in the range (partyWalk): read through the partial
+    // index of each side (migration 0011) and each tested against the words, since the index of words and parties
+    // reads every message of the words and of the viewer whatever the range (`the` as bench_user: 537 messages for
+    // the 7 of the recent window, 7.8 ms against 0.2 this way, EXPLAIN ANALYZE). Many: the words and the viewer as a
+    // party are intersected in that index (migration 0028), then the matches are sorted; walking each side tested
+    // every message's tsvector (`love` as bench_user, unbounded: 1,187 received messages for 19 matches, 3.7 ms
+    // against 0.7; docs/search.md, "Messages by words and party (PostgreSQL)"). The scope stays as the check of who
+    // sees a match. The party tokens have no positions, so PostgreSQL matches them whatever weight the query asks: a
+    // last word starting the viewer's token (`u01a`) matched every message of theirs. ts_match_vq() checks the words
+    // against the message's own lexemes, as every other walk and count does.
+    const words = tsquery(match);
+    const parties = sql`(d.tsv || search_message_parties(d.owner_uuid, d.recipient_uuid))`;
+    const theirs = walk.partyWalk
+      ? sql`(d.owner_uuid = ${scope.viewer} or d.recipient_uuid = ${scope.viewer})`
+      : sql`${parties} @@ (${words} && ${partyQuery(scope.viewer)})`;
     return sql`
       select ${walkColumns(walk.withText)} from search_docs d
-      where d.kind = 'messages'
-        and (d.tsv || search_message_parties(d.owner_uuid, d.recipient_uuid)) @@ (${tsquery(match)} && ${partyQuery(scope.viewer)})
-        and ts_match_vq(d.tsv, ${tsquery(match)})
+      where d.kind = 'messages' and ${theirs}
+        and ts_match_vq(d.tsv, ${words})
         ${bounds} and ${scopeCondition(scope)}
       order by d.id ${dir}`;
   }
