@@ -15,6 +15,7 @@ import {
   kindFilter,
   type Match,
   matchText,
+  onlyMessages,
   rowidValue,
   type Scope,
   sampledKinds,
@@ -112,7 +113,7 @@ export async function mayHaveMoreThan(
   n: number,
 ): Promise<boolean> {
   const kinds = scope.kinds;
-  if (scope.viewer === null && kinds.every((k) => k === 'messages')) return false;
+  if (scope.viewer === null && onlyMessages(scope)) return false;
   if (kinds.length < DOC_KINDS.length && !surelyMoreDocs(scope, n)) {
     const docs = await sql<{ n: number | string }>`
       select count(*) as n from (

@@ -1,5 +1,6 @@
 // Upkeep of the search index: FTS5 compaction and rebuild on SQLite, vacuum and the index of recent documents on
 // PostgreSQL. Run by the CLI, the seed and the benchmark, never by a request.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { DOC_TABLES, SQLITE_DOC_SOURCES } from '../../db/migrations/0002-search.ts';
@@ -83,7 +84,7 @@ export async function refreshRecentIndex(db: Db, span: number): Promise<number |
         got: boolean;
       }>`select pg_try_advisory_lock(hashtext(${RECENT_INDEX})) as got`.execute(conn);
       if (got.rows[0]?.got) break;
-      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+      await sleep(LOCK_RETRY_MS);
     }
     try {
       return await refreshRecentIndexLocked(conn, span);
@@ -222,7 +223,7 @@ async function rewindDocIds(db: Db): Promise<void> {
       return;
     } catch (err) {
       if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
-      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+      await sleep(LOCK_RETRY_MS);
     }
   }
 }

@@ -21,6 +21,7 @@ import {
   idBounds,
   type Match,
   matchText,
+  onlyMessages,
   restrictedMatchText,
   rowidValue,
   type Scope,
@@ -142,7 +143,7 @@ function partyQuery(userUuid: string): RawBuilder<unknown> {
 export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawBuilder<unknown> {
   const bounds = idBounds(sql.ref('d.id'), walk);
   const dir = sql.raw(walk.direction === 'asc' ? 'asc' : 'desc');
-  if (scope.viewer !== null && scope.kinds.every((k) => k === 'messages')) {
+  if (scope.viewer !== null && onlyMessages(scope)) {
     // Only the viewer's two sides see a message. Few of theirs in the range (partyWalk): read through the partial
     // index of each side (migration 0011) and each tested against the words, since the index of words and parties
     // reads every message of the words and of the viewer whatever the range (`the` as bench_user: 537 messages for
@@ -294,7 +295,7 @@ export const messageWalkTuning = { fewMessages: 200 };
 async function fewMessagesOf(db: Db, scope: Scope, walk: IdWalk): Promise<boolean> {
   const viewer = scope.viewer;
   const few = messageWalkTuning.fewMessages;
-  if (viewer === null || !scope.kinds.every((k) => k === 'messages') || few <= 0) return false;
+  if (viewer === null || !onlyMessages(scope) || few <= 0) return false;
   const bounds = idBounds(sql.ref('d.id'), walk);
   const side = (column: 'owner_uuid' | 'recipient_uuid') =>
     sql`select 1 from search_docs d where d.kind = 'messages' and ${sql.ref(`d.${column}`)} = ${viewer} ${bounds}`;
@@ -374,7 +375,7 @@ export async function findMatchesById(
   given: IdWalk,
 ): Promise<Candidate[]> {
   // A guest sees no message: a messages-only search would walk every matching message to keep none.
-  if (scope.viewer === null && scope.kinds.every((k) => k === 'messages')) return [];
+  if (scope.viewer === null && onlyMessages(scope)) return [];
   if (given.limit <= 0) return [];
   if (dialect === 'postgres') {
     const apart = await pgMessagesApart(db, match, scope, given);

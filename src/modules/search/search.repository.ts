@@ -34,6 +34,11 @@ export interface Scope {
   kindDocs?: ReadonlyMap<DocKind, number> | undefined;
 }
 
+/** Whether a scope names messages alone: a guest's then sees nothing, a signed-in caller's only their own messages. */
+export function onlyMessages(scope: Pick<Scope, 'kinds'>): boolean {
+  return scope.kinds.every((k) => k === 'messages');
+}
+
 /** What the words must match and with which stemming. */
 export interface Match {
   terms: string[];
@@ -332,7 +337,7 @@ export async function findMatchesOrdered(
   offset: number,
   limit: number,
 ): Promise<DocRef[]> {
-  if (scope.viewer === null && scope.kinds.every((k) => k === 'messages')) return [];
+  if (scope.viewer === null && onlyMessages(scope)) return [];
   const where = scopeCondition(scope, false);
   const dir = sql.raw(order.direction === 'asc' ? 'asc' : 'desc');
   const userJoin = order.column === 'username' || order.column === 'karma';
