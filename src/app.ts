@@ -43,6 +43,10 @@ export function apiConnectOptions(config: Config): ConnectOptions {
   return {
     synchronous: config.SQLITE_SYNCHRONOUS,
     poolSize: 10,
+    // A new PostgreSQL backend's first statements fill its catalog caches: an uncached /search/types took 90-240 ms
+    // on new connections against 21-28 ms on used ones. Closed after 10 s idle (node-postgres's default), every pause
+    // in traffic made the next requests pay that again; the API keeps the connections it opened instead.
+    idleTimeoutMs: 0,
     pgGroupCommit: true,
     readers: config.SQLITE_READERS,
     readerHeapMb: config.SQLITE_READER_HEAP_MB,

@@ -60,6 +60,11 @@ export interface ConnectOptions {
    * default (the CLI's transactions set transaction-local settings); the API turns it on.
    */
   pgGroupCommit?: boolean | Partial<PgGroupCommitOptions>;
+  /**
+   * PostgreSQL only: how long a pooled connection may sit idle before it is closed, in ms; 0 keeps every connection
+   * the pool opened (at most poolSize). Default: node-postgres's 10 s.
+   */
+  idleTimeoutMs?: number;
 }
 
 /** Pages a PostgreSQL bitmap heap scan asks the OS to prefetch (docs/search.md, "Deep pages from disk"). */
@@ -123,6 +128,7 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     // A burst of writes on one row (e.g. many reactions to one author) queues for connections; waiting out such a
     // burst beats answering 503, while an unreachable server still fails fast with a connection error.
     connectionTimeoutMillis: 15_000,
+    ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMillis: options.idleTimeoutMs } : {}),
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
