@@ -129,6 +129,10 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     // burst beats answering 503, while an unreachable server still fails fast with a connection error.
     connectionTimeoutMillis: 15_000,
     ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMillis: options.idleTimeoutMs } : {}),
+    // TCP keepalives after 60 s of silence: a connection kept idle through a quiet spell is not dropped by a NAT or
+    // firewall that forgets silent flows, and one whose server vanished is found dead instead of hanging a query.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 60_000,
   });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
