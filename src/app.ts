@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.ts';
 import type { Context } from './context.ts';
-import { type ConnectOptions, connectDatabase, type DbHandle } from './db/connect.ts';
+import { type ConnectOptions, closeDatabase, connectDatabase, type DbHandle } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { ReadGate } from './db/read-gate.ts';
 import { EventBus } from './events/bus.ts';
@@ -43,8 +43,8 @@ export function apiConnectOptions(config: Config): ConnectOptions {
   return {
     synchronous: config.SQLITE_SYNCHRONOUS,
     poolSize: 10,
-    // A new PostgreSQL backend's first statements fill its catalog caches: an uncached /search/types took 90-240 ms
-    // on new connections against 21-28 ms on used ones. Closed after 10 s idle (node-postgres's default), every pause
+    // A new PostgreSQL backend's first statements fill its catalog caches: an uncached /search/types took 80-240 ms
+    // on new connections against 21-31 ms on used ones. Closed after 10 s idle (node-postgres's default), every pause
     // in traffic made the next requests pay that again; the API keeps the connections it opened instead.
     idleTimeoutMs: 0,
     pgGroupCommit: true,
@@ -60,7 +60,25 @@ export async function buildApp(
   options: BuildOptions = {},
 ): Promise<{ app: FastifyInstance; ctx: Context }> {
   validateEnabledOperations(config.ENABLED_OPERATIONS);
-  const handle = options.handle ?? connectDatabase(config.DATABASE_URL, apiConnectOptions(config));
+  if (options.handle) return assembleApp(config, options.handle, options);
+  const handle = connectDatabase(config.DATABASE_URL, apiConnectOptions(config));
+  try {
+    const built = await assembleApp(config, handle, options);
+    built.app.addHook('onClose', () => closeDatabase(handle));
+    return built;
+  } catch (err) {
+    // The API's pool keeps idle connections for good: left open, they would hold the process after a failed start.
+    await closeDatabase(handle).catch(() => {});
+    throw err;
+  }
+}
+
+/** The app on an open database handle, which the caller closes. */
+async function assembleApp(
+  config: Config,
+  handle: DbHandle,
+  options: BuildOptions,
+): Promise<{ app: FastifyInstance; ctx: Context }> {
   if (!options.skipMigrations) await migrateToLatest(handle.db, handle.dialect);
   const ctx: Context = {
     db: handle.db,
@@ -152,12 +170,5 @@ export async function buildApp(
   await app.register(accessPlugin, { ctx });
   for (const m of modules) if (m.routes) await app.register(m.routes, { ctx });
   for (const m of modules) await m.start?.(ctx, app.log);
-
-  if (!options.handle) {
-    app.addHook('onClose', async () => {
-      if (handle.readDb !== handle.db) await handle.readDb.destroy();
-      await handle.db.destroy();
-    });
-  }
   return { app, ctx };
 }

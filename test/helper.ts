@@ -16,7 +16,7 @@ import pg from 'pg';
 import { apiConnectOptions, buildApp } from '../src/app.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import type { Context } from '../src/context.ts';
-import { connectDatabase, type DbHandle } from '../src/db/connect.ts';
+import { closeDatabase, connectDatabase, type DbHandle } from '../src/db/connect.ts';
 import type { Database } from '../src/db/database.ts';
 import { migrateToLatest, migrationsFor } from '../src/db/migrate.ts';
 import { nowIso, uuidv7 } from '../src/db/time.ts';
@@ -189,12 +189,22 @@ export async function startTestApp(dialect: TestDialect, overrides: Partial<Conf
   const { url, drop } = await dialect.create();
   const config = loadConfig({}, { DATABASE_URL: url, LOG_LEVEL: 'silent', ...overrides });
   const handle = connectDatabase(url, { ...apiConnectOptions(config), synchronous: 'NORMAL', poolSize: 5 });
-  await migrateToLatest(handle.db, handle.dialect);
-  const { app, ctx } = await buildApp(config, { handle, skipMigrations: true, logger: false });
-  await app.ready();
   const client = { id: 'test-client', secret: 'test-client-secret' };
-  await saveClient(ctx.db, { ...client, name: 'Test client', firstParty: true });
-  const guest = (await issueTokens(ctx, ctx.db, client.id, null)).access_token;
+  let built: Awaited<ReturnType<typeof buildApp>>;
+  let guest: string;
+  try {
+    await migrateToLatest(handle.db, handle.dialect);
+    built = await buildApp(config, { handle, skipMigrations: true, logger: false });
+    await built.app.ready();
+    await saveClient(built.ctx.db, { ...client, name: 'Test client', firstParty: true });
+    guest = (await issueTokens(built.ctx, built.ctx.db, client.id, null)).access_token;
+  } catch (err) {
+    // The API's pool keeps idle connections for good: left open, they would hold the test file after a failed start.
+    await closeDatabase(handle).catch(() => {});
+    await drop();
+    throw err;
+  }
+  const { app, ctx } = built;
 
   const t: TestApp = {
     app,
@@ -215,8 +225,7 @@ export async function startTestApp(dialect: TestDialect, overrides: Partial<Conf
     },
     async close() {
       await app.close();
-      if (handle.readDb !== handle.db) await handle.readDb.destroy();
-      await handle.db.destroy();
+      await closeDatabase(handle);
       await drop();
     },
   };

@@ -70,6 +70,12 @@ export interface ConnectOptions {
 /** Pages a PostgreSQL bitmap heap scan asks the OS to prefetch (docs/search.md, "Deep pages from disk"). */
 const PG_IO_CONCURRENCY = 64;
 
+/** Closes what connectDatabase opened: the reader threads, then the connections. */
+export async function closeDatabase(handle: DbHandle): Promise<void> {
+  if (handle.readDb !== handle.db) await handle.readDb.destroy();
+  await handle.db.destroy();
+}
+
 /** Opens the database named by a DATABASE_URL (sqlite:PATH or postgres://...). */
 export function connectDatabase(url: string, options: ConnectOptions = {}): DbHandle {
   if (url.startsWith('sqlite:')) {
@@ -130,7 +136,8 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): DbHa
     connectionTimeoutMillis: 15_000,
     ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMillis: options.idleTimeoutMs } : {}),
     // TCP keepalives after 60 s of silence: a connection kept idle through a quiet spell is not dropped by a NAT or
-    // firewall that forgets silent flows, and one whose server vanished is found dead instead of hanging a query.
+    // firewall that forgets silent flows, and one whose server vanished while it sat idle is found dead before the
+    // next query takes it.
     keepAlive: true,
     keepAliveInitialDelayMillis: 60_000,
   });

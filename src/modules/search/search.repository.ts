@@ -34,7 +34,7 @@ export interface Scope {
   kindDocs?: ReadonlyMap<DocKind, number> | undefined;
 }
 
-/** Whether a scope names messages alone: a guest's then sees nothing, a signed-in caller's only their own messages. */
+/** Whether a scope names no kind but messages: a guest's then sees nothing, a signed-in caller's only their own. */
 export function onlyMessages(scope: Pick<Scope, 'kinds'>): boolean {
   return scope.kinds.every((k) => k === 'messages');
 }
