@@ -39,7 +39,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await sleep(10_500);
       const later = { api: await backend(api), plain: await backend(plain) };
       assert.equal(later.api, first.api, 'the API reads through the backend it already had');
-      assert.notEqual(later.plain, first.plain, 'the default pool closed its idle backend and opened another');
+      assert.notEqual(later.plain, first.plain, 'the default pool opened another backend');
     });
   });
 }
