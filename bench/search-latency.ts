@@ -2,11 +2,10 @@
 // `node bench/search-latency.ts --db URL [--runs N] [--cache on|off] [--only REGEX] [--stats-rare N] [--stats-dense SHARE]`.
 // Builds the app on a seeded database (migrating it first), then times each query through app.inject as a guest and
 // as bench_user, after warm-up requests, ten of them at once (so the pooled connections the timed requests reuse have
-// run the query before). Prints a Markdown
-// table: p50, p99 and max latency, CPU per request (every thread of the process) and the largest event-loop delay seen
-// meanwhile. `--stats-rare N` sets the bound under which PostgreSQL's statistics call a word rare
-// (searchTuning.statsRareMatches; 0 turns them off), `--stats-dense SHARE` the share of the documents from which they
-// call a word dense (searchTuning.statsDenseShare; 0 turns it off), for comparisons.
+// run the query before). Prints a Markdown table: p50, p99 and max latency, CPU per request (every thread of the
+// process) and the largest event-loop delay seen meanwhile. `--stats-rare N` sets the bound under which PostgreSQL's
+// statistics call a word rare (searchTuning.statsRareMatches; 0 turns them off), `--stats-dense SHARE` the share of
+// the documents from which they call a word dense (searchTuning.statsDenseShare; 0 turns it off), for comparisons.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { buildApp } from '../src/app.ts';
 import { vocabulary } from '../src/cli/seed/vocabulary.ts';
