@@ -5,7 +5,8 @@
 // then through a connection without readers, whose reads run on the main thread, and prints the wall time and each
 // thread's CPU time a page, from /proc/self/task.
 import { readdirSync, readFileSync } from 'node:fs';
-import { variables } from '../src/config.ts';
+import { apiConnectOptions } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import type { Db } from '../src/db/database.ts';
 import { parseListQuery } from '../src/http/list-query.ts';
@@ -82,13 +83,8 @@ async function measure(label: string, work: () => Promise<void> | void): Promise
   console.log(`${label}: ${wall.toFixed(0)} µs wall, ${total.toFixed(0)} µs CPU a page (${cpu.join(', ')})`);
 }
 
-// As the API opens them (the defaults of SQLITE_READERS and the reader settings); no writes, so no group commit.
-const pooled = connectDatabase(url, {
-  readers: Number(variables.SQLITE_READERS.default),
-  readerCacheMb: Number(variables.SQLITE_READER_CACHE_MB.default),
-  readerHeapMb: Number(variables.SQLITE_READER_HEAP_MB.default),
-  groupCommit: false,
-});
+// As the API opens it with the default settings (reader threads included); no writes, so no group commit.
+const pooled = connectDatabase(url, { ...apiConnectOptions(loadConfig({})), groupCommit: false });
 const direct = connectDatabase(url, { groupCommit: false });
 try {
   /** `rounds` pages through `db`, `at` at a time, after 500 unmeasured ones (threads started, statements prepared). */
