@@ -23,6 +23,7 @@ import {
   spreadIdRanges,
 } from './search-density.repository.ts';
 import { docIdRanges, newestIdBelow } from './search-ends.repository.ts';
+import { rankingDocIdRanges } from './search-ends.service.ts';
 import { fewDocsOfKind, findMatchesById, hasKindGin, type IdWalk, merged } from './search-walk.repository.ts';
 import { rareByStatistics, wordShareByStatistics } from './search-word-stats.service.ts';
 
@@ -252,7 +253,9 @@ export async function exactDocs(
   const kinds = sampledKinds(scope);
   if (kinds.length === 0) return [];
   const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
-  const ends = await docIdRanges(db, dialect, mine ? [kinds, scope.kinds] : [kinds], dialect === 'postgres');
+  const kindSets = mine ? [kinds, scope.kinds] : [kinds];
+  const ends =
+    dialect === 'postgres' ? await rankingDocIdRanges(db, kindSets) : await docIdRanges(db, dialect, kindSets);
   const [ofOthers, ofAll] = ends.ranges;
   const { first: firstOther, last: top } = ofOthers as { first: number; last: number };
   const { first, last } = ofAll ?? { first: firstOther, last: top };
