@@ -29,7 +29,10 @@ function kindSetKey(kinds: readonly DocKind[]): string {
  * same two cores; concurrent searches share one. Exact as a read of its own: the statement is sent after every
  * search it answers asked.
  */
-export async function rankingDocIdRanges(db: Db, kindSets: readonly (readonly DocKind[])[]): Promise<DocIdRanges> {
+export async function rankingDocIdRanges(
+  db: Db,
+  kindSets: readonly (readonly DocKind[])[],
+): Promise<DocIdRanges> {
   const reads = turnBatchedReads<RangesPart>(db, 'search-doc-id-ranges', loadRankingRanges);
   const [extras, ...parts] = await Promise.all([
     reads.get(RANKING),

@@ -255,7 +255,9 @@ export async function exactDocs(
   const mine = scope.viewer !== null && kinds.length < scope.kinds.length;
   const kindSets = mine ? [kinds, scope.kinds] : [kinds];
   const ends =
-    dialect === 'postgres' ? await rankingDocIdRanges(db, kindSets) : await docIdRanges(db, dialect, kindSets);
+    dialect === 'postgres'
+      ? await rankingDocIdRanges(db, kindSets)
+      : await docIdRanges(db, dialect, kindSets);
   const [ofOthers, ofAll] = ends.ranges;
   const { first: firstOther, last: top } = ofOthers as { first: number; last: number };
   const { first, last } = ofAll ?? { first: firstOther, last: top };
