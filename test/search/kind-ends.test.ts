@@ -11,6 +11,7 @@ import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import type { DocKind } from '../../src/modules/search/search.repository.ts';
 import { docIdRanges, newestIdBelow } from '../../src/modules/search/search-ends.repository.ts';
+import { rankingDocIdRanges } from '../../src/modules/search/search-ends.service.ts';
 import { genericPlans, recordingQueries, startTestApp, type TestApp, testDialects } from '../helper.ts';
 
 // Blocks of documents of one kind each, in this order of ids.
@@ -99,6 +100,31 @@ for (const dialect of testDialects()) {
       const [a, b] = nodes.map((node) => db.getExecutor().compileQuery(node, createQueryId()));
       assert.equal(a?.sql, b?.sql);
       assert.deepEqual(a?.parameters, [SOME, SOME]);
+    });
+
+    it('PostgreSQL: the rankings of one event-loop turn read their ranges in one statement, each as alone', {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      // As /search/types asks (one kind per column) beside a signed-in /search (two sets) and a set named twice.
+      const asked: DocKind[][][] = [
+        [['media']],
+        [['user']],
+        [SOME, WITH_MESSAGES],
+        [['media', 'comment', 'post']],
+      ];
+      const together = await Promise.all(asked.map((sets) => rankingDocIdRanges(db, sets)));
+      assert.equal(nodes.length, 1, 'one statement for the turn');
+      for (const [i, sets] of asked.entries()) {
+        const alone = await docIdRanges(t.ctx.db, t.ctx.dialect, sets, true);
+        assert.deepEqual(together[i]?.ranges, alone.ranges, String(sets));
+        assert.equal(together[i]?.recentIndex, alone.recentIndex);
+        assert.equal(together[i]?.stats?.analyzedAt, alone.stats?.analyzedAt);
+      }
+      assert.deepEqual(together[0]?.ranges, [ends.get('media')]);
+      // A later turn reads again.
+      await rankingDocIdRanges(db, [['network']]);
+      assert.equal(nodes.length, 2);
     });
 
     it('their generic plans read the kind index, never the primary key filtered by kind', {
