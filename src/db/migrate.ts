@@ -35,6 +35,7 @@ import { searchRestrictedIndexMigration } from './migrations/0031-search-restric
 import { searchRestrictedLanguageMigration } from './migrations/0032-search-restricted-language.ts';
 import { searchWordStatisticsMigration } from './migrations/0033-search-word-statistics.ts';
 import { searchNotMessagesIndexMigration } from './migrations/0034-search-not-messages-index.ts';
+import { searchMediaGinMigration } from './migrations/0035-search-media-gin.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -73,6 +74,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0032-search-restricted-language': searchRestrictedLanguageMigration(dialect),
     '0033-search-word-statistics': searchWordStatisticsMigration(dialect),
     '0034-search-not-messages-index': searchNotMessagesIndexMigration(dialect),
+    '0035-search-media-gin': searchMediaGinMigration(dialect),
   };
 }
 

@@ -4,6 +4,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
+import { PREVIEW_GIN_KINDS } from '../../db/migrations/0035-search-media-gin.ts';
 import { restrictedVisibility } from '../../db/migrations/0031-search-restricted-index.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
 import { readWholeNumbers } from '../../db/whole-numbers.ts';
@@ -53,10 +54,10 @@ export interface IdWalk {
    */
   forceWalk?: boolean | undefined;
   /**
-   * PostgreSQL: find every match of the range through the kind's own GIN index first (KIND_GIN_KINDS), then sort
-   * them by id, for a single-kind walk the caller found sparse: the planner would walk ids backwards to its LIMIT,
-   * crossing every other kind's documents on the way (docs/search.md, "Rare words in one kind on PostgreSQL").
-   * Ignored elsewhere, and when forceWalk is set.
+   * PostgreSQL: find every match of the range through the kind's own GIN index first (KIND_GIN_KINDS, or
+   * PREVIEW_GIN_KINDS), then sort them by id, for a single-kind walk the caller found sparse: the planner would walk
+   * ids backwards to its LIMIT, crossing every other kind's documents on the way (docs/search.md, "Rare words in one
+   * kind on PostgreSQL"). Ignored elsewhere, and when forceWalk is set.
    */
   ginFirst?: boolean | undefined;
   /**
@@ -194,7 +195,7 @@ export function pgWalkQuery(match: Match, scope: Scope, walk: PgWalkRange): RawB
   const rows = sql`
     select ${walkColumns(walk.withText)} from search_docs d
     where ${matched} ${bounds} and ${scopeCondition(scope)}${noMessage}`;
-  if (walk.ginFirst && !walk.forceWalk && hasKindGin(scope.kinds)) {
+  if (walk.ginFirst && !walk.forceWalk && (hasKindGin(scope.kinds) || hasPreviewGin(scope.kinds))) {
     // Materialized, the matches are planned without the LIMIT: the kind's GIN index, every match, then the sort. The
     // id bounds apply outside: inside, the planner put a kind's id range at a few dozen rows (thousands in fact) and
     // intersected it with the main GIN index, whose prefix entries of a common word (28,820 for `coffee:*`) cost
@@ -251,6 +252,14 @@ async function pgWalkCounted(
 /** Whether a walk of these kinds can take the GIN-first plan (IdWalk.ginFirst): one kind with a GIN index of its own. */
 export function hasKindGin(kinds: readonly DocKind[]): boolean {
   return kinds.length === 1 && (KIND_GIN_KINDS as readonly string[]).includes(kinds[0] ?? '');
+}
+
+/**
+ * Whether a walk of these kinds is one kind with few documents and a GIN index of its own (media, migration 0035):
+ * a preview of it takes the GIN-first plan for a word the statistics find sparse (exactDocs, previewViaKindGin).
+ */
+export function hasPreviewGin(kinds: readonly DocKind[]): boolean {
+  return kinds.length === 1 && (PREVIEW_GIN_KINDS as readonly string[]).includes(kinds[0] ?? '');
 }
 
 /** At most this many documents of one kind in a bounded id range are walked rather than looked up in GIN. */

@@ -161,3 +161,22 @@ export async function rareByStatistics(
   const stats = await lexemeStatsOf(db, freshness.analyzedAt);
   return stats !== null && matchesAtMost(match, stats) <= most;
 }
+
+/**
+ * PostgreSQL: the share of the documents the query's words matched at most when the statistics of the last ANALYZE
+ * were taken (matchesAtMost over their rows), while at most `changedMost` rows of search_docs changed since; null when
+ * they cannot tell (a stemmed query, a prefix no list of words stands for) or are older. A hint for a plan, never a
+ * bound on an answer.
+ */
+export async function matchShareByStatistics(
+  db: Db,
+  match: Match,
+  freshness: StatsFreshness | undefined,
+  changedMost: number,
+): Promise<number | null> {
+  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost || match.stem) return null;
+  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
+  if (stats === null || stats.rows <= 0) return null;
+  const most = matchesAtMost(match, stats);
+  return Number.isFinite(most) ? Math.min(1, most / stats.rows) : null;
+}
