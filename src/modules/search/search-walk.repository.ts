@@ -4,8 +4,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db, Dialect } from '../../db/database.ts';
 import { KIND_GIN_KINDS } from '../../db/migrations/0014-search-kind-gin.ts';
-import { PREVIEW_GIN_KINDS } from '../../db/migrations/0035-search-media-gin.ts';
 import { restrictedVisibility } from '../../db/migrations/0031-search-restricted-index.ts';
+import { PREVIEW_GIN_KINDS } from '../../db/migrations/0035-search-media-gin.ts';
 import { PREPARED } from '../../db/prepared-statements.ts';
 import { readWholeNumbers } from '../../db/whole-numbers.ts';
 import { visibleTo } from '../connection/visibility.ts';
