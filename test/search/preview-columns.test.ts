@@ -4,11 +4,12 @@
 // a plan, and these kinds have one.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createQueryId } from 'kysely';
+import { createQueryId, sql } from 'kysely';
 import { searchTypes } from '../../src/modules/search/search.service.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
+import { wordStatsTiming } from '../../src/modules/search/search-word-stats.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
-import { call, getFresh, insertMedia } from './world.ts';
+import { call, getFresh, insertMedia, insertPosts } from './world.ts';
 
 const PREVIEW_KINDS = ['messages', 'network', 'media'] as const;
 
@@ -83,6 +84,96 @@ for (const dialect of testDialects()) {
         for (const kind of PREVIEW_KINDS)
           assert.ok(!q.parameters.includes(kind), `${kind} counted: ${q.sql}`);
       }
+    });
+  });
+}
+
+// docs/search.md, "Media through an index of their own (PostgreSQL)": the media column reads a word the statistics find
+// sparse through the media's own GIN index (migration 0035), any other in id order, and answers the same either way.
+for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
+  describe(`search/types: the media column through its own index [${dialect.name}]`, () => {
+    let t: TestApp;
+    let reader: TestUser;
+    const standard = { ...searchTuning };
+    const standardTiming = { ...wordStatsTiming };
+
+    before(async () => {
+      t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0 });
+      reader = await t.createUser('viewer');
+      // `quasar` in 7 of about 430 documents; `ordinary` in nearly all of them, media included. Both have 6 letters or
+      // more: a last word that long stands for the indexed words it starts, which the statistics bound.
+      const titles = ['quasar quasar quasar', ...Array.from({ length: 5 }, (_, i) => `quasar ordinary ${i}`)];
+      for (const title of [...titles, ...Array.from({ length: 20 }, (_, i) => `ordinary shot ${i}`)]) {
+        await insertMedia(t, reader, { title, description: 'ordinary frame', visibility: 'public' });
+      }
+      await insertMedia(t, reader, {
+        title: 'quasar hidden',
+        description: 'ordinary',
+        visibility: 'private',
+      });
+      await insertPosts(
+        t,
+        reader.uuid,
+        Array.from({ length: 400 }, (_, i) => `ordinary words ${i}`),
+      );
+      await sql`analyze search_docs`.execute(t.ctx.db);
+      // The analysis has committed: its statistics may be used at once.
+      wordStatsTiming.settleMs = 0;
+    });
+    after(async () => {
+      Object.assign(searchTuning, standard);
+      Object.assign(wordStatsTiming, standardTiming);
+      await t?.close();
+    });
+
+    /** The media statements of one /search/types computation, and its media column. */
+    const mediaReads = async (query: string) => {
+      const { db, nodes } = recordingQueries(t.ctx.db);
+      const page = await searchTypes({ ...t.ctx, readDb: db }, null, { query, limit: 5 });
+      const reads = nodes
+        .map((node) => db.getExecutor().compileQuery(node, createQueryId()))
+        .filter((q) => q.parameters.includes('media') && /d\.title, d\.body/.test(q.sql));
+      // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
+      const column = ((page.data as Record<string, any[]>).media ?? []).map((m) => m.uuid as string);
+      return { reads: reads.map((q) => q.sql), column };
+    };
+    const viaIndex = (sqlText: string) =>
+      /with m as materialized/.test(sqlText) && !/ts_match_vq/.test(sqlText);
+
+    it('reads a sparse word through the index and a common one in id order, answering as the other plan would', async () => {
+      const sparse = await mediaReads('quasar');
+      assert.equal(sparse.reads.length, 1, sparse.reads.join('\n'));
+      assert.ok(viaIndex(sparse.reads[0] as string), sparse.reads[0]);
+      assert.equal(sparse.column.length, 5);
+      const common = await mediaReads('ordinary');
+      assert.equal(common.reads.length, 1, common.reads.join('\n'));
+      assert.ok(!viaIndex(common.reads[0] as string), common.reads[0]);
+
+      // The other plan for each: never the index, then the index whenever the statistics can tell.
+      for (const [share, query, expected] of [
+        [0, 'quasar', sparse.column],
+        [2, 'ordinary', common.column],
+      ] as const) {
+        Object.assign(searchTuning, { statsPreviewGinShare: share });
+        const other = await mediaReads(query);
+        assert.equal(viaIndex(other.reads[0] as string), share > 0, other.reads[0]);
+        assert.deepEqual(other.column, expected, query);
+        // Over HTTP, as a guest.
+        const data = await getFresh(t, `/search/types?query=${query}&limit=5`, t.guest);
+        assert.deepEqual(
+          (data.media as { uuid: string }[]).map((m) => m.uuid),
+          expected,
+          query,
+        );
+      }
+      Object.assign(searchTuning, standard);
+      // Through the index, over HTTP as a guest: every public item, the best match (the word three times) first, and
+      // never the private one.
+      const ranked = await getFresh(t, '/search/types?query=quasar&limit=10', t.guest);
+      const titles = (ranked.media as { title: string }[]).map((m) => m.title);
+      assert.equal(titles.length, 6);
+      assert.equal(titles[0], 'quasar quasar quasar');
+      assert.ok(!titles.includes('quasar hidden'));
     });
   });
 }
