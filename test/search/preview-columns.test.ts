@@ -8,8 +8,15 @@ import { createQueryId, sql } from 'kysely';
 import { searchTypes } from '../../src/modules/search/search.service.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import { wordStatsTiming } from '../../src/modules/search/search-word-stats.service.ts';
-import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
-import { call, getFresh, insertMedia, insertPosts } from './world.ts';
+import {
+  explainRecorded,
+  recordingQueries,
+  startTestApp,
+  type TestApp,
+  type TestUser,
+  testDialects,
+} from '../helper.ts';
+import { call, getFresh, insertMedia, insertPosts, insertsCounted } from './world.ts';
 
 const PREVIEW_KINDS = ['messages', 'network', 'media'] as const;
 
@@ -116,6 +123,7 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
         reader.uuid,
         Array.from({ length: 400 }, (_, i) => `ordinary words ${i}`),
       );
+      await insertsCounted(t);
       await sql`analyze search_docs`.execute(t.ctx.db);
       // The analysis has committed: its statistics may be used at once.
       wordStatsTiming.settleMs = 0;
@@ -126,45 +134,51 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       await t?.close();
     });
 
-    /** The media statements of one /search/types computation, and its media column. */
-    const mediaReads = async (query: string) => {
+    /** The media reads of one /search/types computation (SQL text and plan) and its media column, `limit` of it. */
+    const mediaReads = async (query: string, viewer: string | null = null, limit = 5) => {
       const { db, nodes } = recordingQueries(t.ctx.db);
-      const page = await searchTypes({ ...t.ctx, readDb: db }, null, { query, limit: 5 });
-      const reads = nodes
-        .map((node) => db.getExecutor().compileQuery(node, createQueryId()))
-        .filter((q) => q.parameters.includes('media') && /d\.title, d\.body/.test(q.sql));
-      // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected freely.
-      const column = ((page.data as Record<string, any[]>).media ?? []).map((m) => m.uuid as string);
-      return { reads: reads.map((q) => q.sql), column };
+      const page = await searchTypes({ ...t.ctx, readDb: db }, viewer, { query, limit });
+      const isMediaRead = (node: (typeof nodes)[number]) => {
+        const q = db.getExecutor().compileQuery(node, createQueryId());
+        return q.parameters.includes('media') && /d\.title, d\.body/.test(q.sql);
+      };
+      const reads = nodes.filter(isMediaRead);
+      const plans = await explainRecorded(t.ctx.db, reads, () => true);
+      const texts = reads.map((node) => db.getExecutor().compileQuery(node, createQueryId()).sql);
+      const column = ((page.data as Record<string, { uuid: string }[]>).media ?? []).map((m) => m.uuid);
+      return { texts, plans, column };
     };
     const viaIndex = (sqlText: string) =>
       /with m as materialized/.test(sqlText) && !/ts_match_vq/.test(sqlText);
 
     it('reads a sparse word through the index and a common one in id order, answering as the other plan would', async () => {
       const sparse = await mediaReads('quasar');
-      assert.equal(sparse.reads.length, 1, sparse.reads.join('\n'));
-      assert.ok(viaIndex(sparse.reads[0] as string), sparse.reads[0]);
+      assert.equal(sparse.texts.length, 1, sparse.texts.join('\n'));
+      assert.ok(viaIndex(sparse.texts[0] as string), sparse.texts[0]);
+      assert.match(sparse.plans[0] as string, /search_docs_tsv_media/, sparse.plans[0]);
       assert.equal(sparse.column.length, 5);
       const common = await mediaReads('ordinary');
-      assert.equal(common.reads.length, 1, common.reads.join('\n'));
-      assert.ok(!viaIndex(common.reads[0] as string), common.reads[0]);
+      assert.equal(common.texts.length, 1, common.texts.join('\n'));
+      assert.ok(!viaIndex(common.texts[0] as string), common.texts[0]);
 
-      // The other plan for each: never the index, then the index whenever the statistics can tell.
-      for (const [share, query, expected] of [
-        [0, 'quasar', sparse.column],
-        [2, 'ordinary', common.column],
-      ] as const) {
-        Object.assign(searchTuning, { statsPreviewGinShare: share });
-        const other = await mediaReads(query);
-        assert.equal(viaIndex(other.reads[0] as string), share > 0, other.reads[0]);
-        assert.deepEqual(other.column, expected, query);
-        // Over HTTP, as a guest.
-        const data = await getFresh(t, `/search/types?query=${query}&limit=5`, t.guest);
-        assert.deepEqual(
-          (data.media as { uuid: string }[]).map((m) => m.uuid),
-          expected,
-          query,
-        );
+      // Each query under both plans (never the index; the index whenever the statistics can tell), for a guest and
+      // for the owner of the private item, ranking 200 candidates and 2 (fewer than the matches: the newest two).
+      for (const rankedCandidates of [standard.rankedCandidates, 10]) {
+        for (const viewer of [null, reader.uuid]) {
+          for (const query of ['quasar', 'ordinary']) {
+            const columns = [];
+            for (const share of [0, 2]) {
+              Object.assign(searchTuning, { rankedCandidates, statsPreviewGinShare: share });
+              const read = await mediaReads(query, viewer, 10);
+              assert.equal(viaIndex(read.texts[0] as string), share > 0, read.texts[0]);
+              columns.push(read.column);
+            }
+            const label = `${query}, ${viewer ?? 'guest'}, ${rankedCandidates}`;
+            assert.deepEqual(columns[1], columns[0], label);
+            // `quasar`: the 6 public items, and the private one for its owner; `ordinary`: a full page.
+            assert.equal(columns[0]?.length, query === 'ordinary' ? 10 : viewer ? 7 : 6, label);
+          }
+        }
       }
       Object.assign(searchTuning, standard);
       // Through the index, over HTTP as a guest: every public item, the best match (the word three times) first, and

@@ -16,7 +16,7 @@ import {
   wordStatsTiming,
 } from '../../src/modules/search/search-word-stats.service.ts';
 import { startTestApp, type TestApp, type TestDialect, type TestUser, testDialects } from '../helper.ts';
-import { call, insertPosts, recordedSearch } from './world.ts';
+import { call, insertPosts, insertsCounted, recordedSearch } from './world.ts';
 
 // 1,000 documents when analyzed: `love` in 30%, `coffee` in 5%; any lexeme not listed in at most 0.2% (2 documents).
 const stats = {
@@ -29,23 +29,6 @@ const stats = {
 };
 const standard = { ...searchTuning };
 const standardTiming = { ...wordStatsTiming };
-
-/**
- * Waits until PostgreSQL counts every row of the index as inserted. A backend reports its tables' counters at most
- * once a second, an idle one up to 10 s later: rows it wrote before the analysis then counted as changed after it, and
- * the plans that weigh those rows (denseHeadPlan) were chosen from a world that had not changed.
- */
-async function insertsCounted(t: TestApp): Promise<void> {
-  for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
-    const r = await sql<{
-      counted: boolean;
-    }>`select coalesce(pg_stat_get_tuples_inserted('search_docs'::regclass), 0)
-      >= (select count(*) from search_docs) as counted`.execute(t.ctx.db);
-    if (r.rows[0]?.counted) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('the inserted rows of search_docs were not counted within 15 s');
-}
 
 /** Analyzes the index and applies `tuning`, the statistics usable at once (the analysis has committed). */
 async function analyzeWith(t: TestApp, tuning: Partial<typeof searchTuning>): Promise<void> {

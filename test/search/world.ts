@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createQueryId } from 'kysely';
+import { createQueryId, sql } from 'kysely';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { type SearchParams, search } from '../../src/modules/search/search.service.ts';
 import { body, recordingQueries, type TestApp, type TestUser } from '../helper.ts';
@@ -195,4 +195,21 @@ export async function buildWorld(t: TestApp): Promise<World> {
     visibility: 'friends',
   });
   return { alice, bob, carol, john, ids };
+}
+
+/**
+ * Waits until PostgreSQL counts every row of the index as inserted. A backend reports its tables' counters at most
+ * once a second, an idle one up to 10 s later: rows it wrote before the analysis then counted as changed after it, and
+ * the plans that weigh those rows (denseHeadPlan) were chosen from a world that had not changed.
+ */
+export async function insertsCounted(t: TestApp): Promise<void> {
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
+    const r = await sql<{
+      counted: boolean;
+    }>`select coalesce(pg_stat_get_tuples_inserted('search_docs'::regclass), 0)
+      >= (select count(*) from search_docs) as counted`.execute(t.ctx.db);
+    if (r.rows[0]?.counted) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the inserted rows of search_docs were not counted within 15 s');
 }

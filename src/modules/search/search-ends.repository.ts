@@ -52,13 +52,15 @@ function pgKindsEnd(fn: 'min' | 'max', kinds: readonly DocKind[], beforeId?: num
  * docIdRange of each set of kinds, in one statement: a signed-in search needs the range of the kinds other than
  * messages and that of every kind it searches, and on PostgreSQL each statement is a round trip. With `forRanking`
  * (PostgreSQL only) also the bound of the index of recent documents (undefined when there is none) and how fresh
- * the statistics of search_docs are (`stats`).
+ * the statistics of search_docs are (`stats`). `prepared: false` runs it unnamed, for a text one of many mixes of
+ * sets may give (rankingDocIdRanges), which would use up the process's prepared statements (MAX_PREPARED).
  */
 export async function docIdRanges(
   db: Db,
   dialect: Dialect,
   kindSets: readonly (readonly DocKind[])[],
   forRanking = false,
+  prepared = true,
 ): Promise<{
   ranges: { first: number; last: number }[];
   recentIndex: number | undefined;
@@ -95,7 +97,7 @@ export async function docIdRanges(
   // Prepared on PostgreSQL: the plan (each probe an index end) does not depend on the kinds bound.
   const r = await sql<
     Record<string, number | string | null>
-  >`select ${PREPARED} ${sql.join(columns)}`.execute(db);
+  >`select ${prepared ? PREPARED : sql``} ${sql.join(columns)}`.execute(db);
   const row = r.rows[0] ?? {};
   const bound = row.recent_bound;
   return {

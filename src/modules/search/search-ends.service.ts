@@ -14,8 +14,14 @@ interface RangesPart {
   stats?: StatsFreshness | undefined;
 }
 
-// The key every ranking asks for along with its kind sets; no set of kinds has an empty key.
+// The key every ranking asks for along with its kind sets. A ranking never asks for an empty set of kinds (exactDocs
+// returns before), so no set's key is empty.
 const RANKING = '';
+
+// Batches of at most this many sets are prepared: one search's own (one set, or two for a signed-in caller), and the
+// pairs of two lone ones, at most 36 texts over the 8 sets a ranking asks for. Larger mixes (a /search/types request's
+// columns, with whatever else the turn holds) run unnamed: their texts could use up MAX_PREPARED.
+const PREPARED_SETS = 2;
 
 /** One key per set of kinds, whatever their order or repeats. */
 function kindSetKey(kinds: readonly DocKind[]): string {
@@ -24,10 +30,10 @@ function kindSetKey(kinds: readonly DocKind[]): string {
 
 /**
  * PostgreSQL: docIdRanges(..., forRanking) of `kindSets`, read together with the ranges every other search asks for
- * in the same event-loop turn, in one statement (TurnBatchedReads). A /search/types request ranks each of its six
- * kinds apart and read its ranges in six statements, each a round trip and a wake-up of a server process on the
- * same two cores; concurrent searches share one. Exact as a read of its own: the statement is sent after every
- * search it answers asked.
+ * in the same event-loop turn, in one statement (TurnBatchedReads). A /search/types request ranks each of its
+ * columns apart and read their ranges in five or six statements (a guest's messages column reads none), each a round
+ * trip and a wake-up of a server process on the same two cores; concurrent searches share one. Exact as a read of its
+ * own: the statement is sent after every search it answers asked.
  */
 export async function rankingDocIdRanges(
   db: Db,
@@ -53,6 +59,7 @@ async function loadRankingRanges(db: Db, keys: string[]): Promise<Map<string, Ra
     'postgres',
     sets.map((k) => k.split(',') as DocKind[]),
     true,
+    sets.length <= PREPARED_SETS,
   );
   const found = new Map<string, RangesPart>(sets.map((k, i) => [k, { range: read.ranges[i] }]));
   found.set(RANKING, { recentIndex: read.recentIndex, stats: read.stats });
