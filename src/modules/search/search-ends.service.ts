@@ -52,7 +52,7 @@ export async function rankingDocIdRanges(
 }
 
 async function loadRankingRanges(db: Db, keys: string[]): Promise<Map<string, RangesPart>> {
-  // Sorted, so one mix of kind sets has one statement text (prepared) whatever order its searches asked in.
+  // Sorted, so one mix of kind sets has one statement text whatever order its searches asked in.
   const sets = keys.filter((k) => k !== RANKING).sort();
   const read = await docIdRanges(
     db,
