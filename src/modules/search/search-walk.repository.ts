@@ -249,9 +249,14 @@ async function pgWalkCounted(
   return { rows: r.rows.filter((row) => Number(row.rn) > offset).map(toCandidate), total };
 }
 
+/** Whether `kinds` is one kind, of those `among`. */
+function oneKindAmong(kinds: readonly DocKind[], among: readonly string[]): boolean {
+  return kinds.length === 1 && among.includes(kinds[0] ?? '');
+}
+
 /** Whether a walk of these kinds can take the GIN-first plan (IdWalk.ginFirst): one kind with a GIN index of its own. */
 export function hasKindGin(kinds: readonly DocKind[]): boolean {
-  return kinds.length === 1 && (KIND_GIN_KINDS as readonly string[]).includes(kinds[0] ?? '');
+  return oneKindAmong(kinds, KIND_GIN_KINDS);
 }
 
 /**
@@ -259,7 +264,7 @@ export function hasKindGin(kinds: readonly DocKind[]): boolean {
  * a preview of it takes the GIN-first plan for a word the statistics find sparse (exactDocs, previewViaKindGin).
  */
 export function hasPreviewGin(kinds: readonly DocKind[]): boolean {
-  return kinds.length === 1 && (PREVIEW_GIN_KINDS as readonly string[]).includes(kinds[0] ?? '');
+  return oneKindAmong(kinds, PREVIEW_GIN_KINDS);
 }
 
 /** At most this many documents of one kind in a bounded id range are walked rather than looked up in GIN. */

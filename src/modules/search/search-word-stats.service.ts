@@ -143,6 +143,25 @@ export async function wordShareByStatistics(
 }
 
 /**
+ * PostgreSQL: matchesAtMost by the statistics of the last ANALYZE, with the rows they were taken over, while at most
+ * `changedMost` rows of search_docs changed since; null when they cannot tell (never analyzed, reset, older, a stemmed
+ * query, no word the statistics bound) or the bound is infinite.
+ */
+async function matchesByStatistics(
+  db: Db,
+  match: Match,
+  freshness: StatsFreshness | undefined,
+  changedMost: number,
+): Promise<{ matches: number; rows: number } | null> {
+  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
+  if (match.stem || !match.terms.some((_, i) => lexemesOf(match, i) !== undefined)) return null;
+  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
+  if (stats === null) return null;
+  const matches = matchesAtMost(match, stats);
+  return Number.isFinite(matches) ? { matches, rows: stats.rows } : null;
+}
+
+/**
  * PostgreSQL: whether the statistics of the last ANALYZE put the query's matches at `most` at most, while at most
  * `changedMost` rows of search_docs changed since. Those rows are not in the statistics: a word they made common is
  * read whole through GIN, up to `most + changedMost` entries, where the counts would have walked it (docs/search.md,
@@ -155,11 +174,9 @@ export async function rareByStatistics(
   freshness: StatsFreshness | undefined,
   bounds: { most: number; changedMost: number },
 ): Promise<boolean> {
-  const { most, changedMost } = bounds;
-  if (most <= 0 || freshness?.analyzedAt == null || freshness.changedSince > changedMost) return false;
-  if (match.stem || !match.terms.some((_, i) => lexemesOf(match, i) !== undefined)) return false;
-  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
-  return stats !== null && matchesAtMost(match, stats) <= most;
+  if (bounds.most <= 0) return false;
+  const found = await matchesByStatistics(db, match, freshness, bounds.changedMost);
+  return found !== null && found.matches <= bounds.most;
 }
 
 /**
@@ -174,9 +191,6 @@ export async function matchShareByStatistics(
   freshness: StatsFreshness | undefined,
   changedMost: number,
 ): Promise<number | null> {
-  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost || match.stem) return null;
-  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
-  if (stats === null || stats.rows <= 0) return null;
-  const most = matchesAtMost(match, stats);
-  return Number.isFinite(most) ? Math.min(1, most / stats.rows) : null;
+  const found = await matchesByStatistics(db, match, freshness, changedMost);
+  return found === null || found.rows <= 0 ? null : Math.min(1, found.matches / found.rows);
 }
