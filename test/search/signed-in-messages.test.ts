@@ -5,6 +5,7 @@ import { partyToken } from '../../src/modules/search/search.query.ts';
 import { search as searchService } from '../../src/modules/search/search.service.ts';
 import { searchTuning } from '../../src/modules/search/search-ranking.service.ts';
 import { messageWalkTuning } from '../../src/modules/search/search-walk.repository.ts';
+import { wordStatsTiming } from '../../src/modules/search/search-word-stats.service.ts';
 import {
   explainRecorded,
   recordingQueries,
@@ -13,7 +14,7 @@ import {
   type TestUser,
   testDialects,
 } from '../helper.ts';
-import { call } from './world.ts';
+import { call, insertsCounted } from './world.ts';
 
 // docs/search.md, "Signed-in searches on PostgreSQL": a signed-in search of every kind walks the caller's messages
 // apart from the other kinds and merges them by id. The merged walk must be the walk of one total order: the caller's
@@ -159,6 +160,65 @@ for (const dialect of testDialects()) {
       const plans = await explainRecorded(t.ctx.db, nodes, (text) => text.includes('search_message_parties'));
       assert.ok(plans.length > 0, 'the messages are read by words and party');
       for (const plan of plans) assert.match(plan, /Bitmap Index Scan on search_docs_message_words/, plan);
+    });
+
+    // Words nearly every document holds have an entry for nearly every message in that index: a busy caller's
+    // messages are then walked through their sides all the same (IdWalk.wordsShare), with the same answer.
+    it("PostgreSQL walks a busy caller's messages through their sides for words most documents hold", {
+      skip: dialect.name !== 'postgres',
+    }, async () => {
+      Object.assign(searchTuning, standard);
+      const chatty = await t.createUser('chatty');
+      const chum = await t.createUser('chum');
+      const theirs: string[] = [];
+      for (let i = 0; i < 210; i++) {
+        const m = await call(t, 'POST', '/messages', i % 2 ? chatty.token : chum.token, {
+          recipient_uuid: i % 2 ? chum.uuid : chatty.uuid,
+          body: `babble ${i}`,
+        });
+        theirs.push(m.uuid);
+      }
+      // Someone else's message holding the word, which the caller must not see.
+      await call(t, 'POST', '/messages', chum.token, { recipient_uuid: reader.uuid, body: 'babble aside' });
+      await insertsCounted(t);
+      await sql`analyze search_docs`.execute(t.ctx.db);
+      const timing = { ...wordStatsTiming };
+      wordStatsTiming.settleMs = 0;
+      try {
+        const read = async () => {
+          const { db, nodes } = recordingQueries(t.ctx.db);
+          const page = await searchService({ ...t.ctx, readDb: db }, chatty.uuid, {
+            query: 'babble',
+            order: 'created_at',
+            limit: 100,
+          });
+          return { page: uuids(page.data), nodes };
+        };
+        const walked = await read();
+        // The caller's newest 100 messages, newest first.
+        assert.deepEqual(walked.page, theirs.slice(-100).reverse());
+        const sides = await explainRecorded(t.ctx.db, walked.nodes, (text) =>
+          text.includes("d.kind = 'messages' and ("),
+        );
+        assert.ok(sides.length > 0, "the caller's messages are read by their sides");
+        for (const plan of sides)
+          assert.match(plan, /Index Scan on search_docs_message_(owner|recipient)/, plan);
+        assert.deepEqual(
+          await explainRecorded(t.ctx.db, walked.nodes, (text) => text.includes('search_message_parties')),
+          [],
+        );
+        // The index of words and parties, as without the statistics' shares, gives the same page.
+        Object.assign(messageWalkTuning, { denseShare: Number.POSITIVE_INFINITY });
+        const indexed = await read();
+        assert.ok(
+          (await explainRecorded(t.ctx.db, indexed.nodes, (text) => text.includes('search_message_parties')))
+            .length > 0,
+        );
+        assert.deepEqual(indexed.page, walked.page);
+      } finally {
+        Object.assign(wordStatsTiming, timing);
+        Object.assign(messageWalkTuning, standardMessages);
+      }
     });
 
     it("a word that starts the caller's party token matches none of their messages", async () => {

@@ -14,6 +14,7 @@ import {
   matchesAtMost,
   wordShare,
   wordStatsTiming,
+  wordsEntryShare,
 } from '../../src/modules/search/search-word-stats.service.ts';
 import { startTestApp, type TestApp, type TestDialect, type TestUser, testDialects } from '../helper.ts';
 import { call, insertPosts, insertsCounted, recordedSearch } from './world.ts';
@@ -155,6 +156,16 @@ describe('wordShare', () => {
     assert.equal(wordShare({ terms: ['love', 'coffee'] }, listed), null);
     assert.equal(wordShare({ terms: ['love'], stem: 'en' }, listed), null);
     assert.equal(wordShare({ terms: ['1e5x'] }, listed), null);
+  });
+
+  // The entries an index of words reads for a query: each word's own, however few documents hold them all.
+  it('sums the shares of every word for the entries read, a stemmed query too, a word it cannot tell counting none', () => {
+    // `coffee` whole (0.05), then `love` as the last word, a prefix (0.45).
+    near(wordsEntryShare({ terms: ['coffee', 'love'] }, listed), 0.5);
+    near(wordsEntryShare({ terms: ['love', 'coffee'] }, listed), 0.35);
+    near(wordsEntryShare({ terms: ['love', 'coffee'], stem: 'en' }, listed), 0.35);
+    near(wordsEntryShare({ terms: ['1e5x', 'love'] }, listed), 0.45);
+    near(wordsEntryShare({ terms: ['zzz'] }, listed), 0);
   });
 });
 

@@ -37,6 +37,7 @@ import {
   matchShareByStatistics,
   rareByStatistics,
   wordShareByStatistics,
+  wordsEntryShareByStatistics,
 } from './search-word-stats.service.ts';
 
 /**
@@ -279,6 +280,13 @@ export async function exactDocs(
   // older documents exist only if recent >= first.
   const recent = top - searchTuning.recentDocs;
   const otherKinds = mine ? { first: firstOther, last: top } : undefined;
+  // PostgreSQL, a signed-in caller's messages: the entries the index of their words would read, from the statistics,
+  // choose how they are read (IdWalk.wordsShare); never which.
+  const wordsShare =
+    dialect === 'postgres' && scope.viewer !== null && scope.kinds.includes('messages')
+      ? ((await wordsEntryShareByStatistics(db, match, ends.stats, searchTuning.statsChangedRows)) ??
+        undefined)
+      : undefined;
   if (order.property === 'created_at') {
     return refsOf(
       await findMatchesById(db, dialect, match, scope, {
@@ -287,6 +295,7 @@ export async function exactDocs(
         beforeId: last + 1,
         walkAbove: recent,
         otherKinds,
+        wordsShare,
         ...window,
       }),
     );
@@ -308,6 +317,7 @@ export async function exactDocs(
         forceWalk: split?.forceWalk,
         forward: true,
         otherKinds,
+        wordsShare,
         ...window,
       }),
     );
@@ -331,6 +341,7 @@ export async function exactDocs(
       walkAbove: recent,
       withText: true,
       otherKinds,
+      wordsShare,
       offset: 0,
       limit,
       ...range,
@@ -492,6 +503,7 @@ export async function exactDocs(
         direction: 'desc',
         afterId: recent,
         withText: true,
+        wordsShare,
         offset: 0,
         limit: headLimit,
       };
@@ -669,6 +681,7 @@ export async function exactDocs(
       beforeId: boundary.id,
       walkAbove: recent,
       otherKinds,
+      wordsShare,
       offset: Math.max(0, window.offset - c),
       limit: window.limit - out.length,
     });

@@ -115,14 +115,29 @@ function prefixShare(stats: LexemeStats, prefix: string): number {
  */
 export function wordShare(match: Match, stats: LexemeStats): number | null {
   if (match.stem || match.terms.length !== 1) return null;
-  if (isExpandedPrefix(match, 0))
+  return termShare(match, 0, stats);
+}
+
+/**
+ * The shares of the documents that held each word of a query when the statistics were taken, summed (termShare; a
+ * word they cannot tell counts nothing): about how many entries per document an index of words reads for the query,
+ * since GIN reads every entry of each word however few documents hold them all. A stemmed query reads its stems'
+ * entries besides, so this is the least it reads. A hint for a plan (fewMessagesOf), like wordShare.
+ */
+export function wordsEntryShare(match: Match, stats: LexemeStats): number {
+  return match.terms.reduce((sum, _, i) => sum + (termShare(match, i, stats) ?? 0), 0);
+}
+
+/** wordShare's share of term `i` of a match, whatever the other terms; null when the statistics cannot tell. */
+function termShare(match: Match, i: number, stats: LexemeStats): number | null {
+  if (isExpandedPrefix(match, i))
     return Math.min(
       1,
       (match.prefixWords ?? []).reduce((sum, w) => sum + (stats.freqs.get(w) ?? 0), 0),
     );
-  const term = match.terms[0] as string;
+  const term = match.terms[i] as string;
   if (!LEXEME_AS_TYPED.test(term)) return null;
-  return Math.min(1, isPrefixTerm(match.terms, 0) ? prefixShare(stats, term) : (stats.freqs.get(term) ?? 0));
+  return Math.min(1, isPrefixTerm(match.terms, i) ? prefixShare(stats, term) : (stats.freqs.get(term) ?? 0));
 }
 
 /**
@@ -140,6 +155,21 @@ export async function wordShareByStatistics(
   if (match.stem || match.terms.length !== 1) return null;
   const stats = await lexemeStatsOf(db, freshness.analyzedAt);
   return stats === null ? null : wordShare(match, stats);
+}
+
+/**
+ * PostgreSQL: wordsEntryShare by the statistics of the last ANALYZE, while at most `changedMost` rows of search_docs
+ * changed since; null when they cannot tell (never analyzed, reset, older).
+ */
+export async function wordsEntryShareByStatistics(
+  db: Db,
+  match: Match,
+  freshness: StatsFreshness | undefined,
+  changedMost: number,
+): Promise<number | null> {
+  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
+  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
+  return stats === null ? null : wordsEntryShare(match, stats);
 }
 
 /**
