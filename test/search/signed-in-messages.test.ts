@@ -162,59 +162,80 @@ for (const dialect of testDialects()) {
       for (const plan of plans) assert.match(plan, /Bitmap Index Scan on search_docs_message_words/, plan);
     });
 
-    // Words nearly every document holds have an entry for nearly every message in that index: a busy caller's
-    // messages are then walked through their sides all the same (IdWalk.wordsShare), with the same answer.
-    it("PostgreSQL walks a busy caller's messages through their sides for words most documents hold", {
+    // A prefix that a fifth of the documents or more hold has an entry in that index for most of the caller's
+    // messages: a busy caller's messages are then walked through their sides all the same (IdWalk.prefixShare), with
+    // the same answer. A rarer word keeps the index.
+    it("PostgreSQL walks a busy caller's messages through their sides for a prefix many documents hold", {
       skip: dialect.name !== 'postgres',
     }, async () => {
       Object.assign(searchTuning, standard);
       const chatty = await t.createUser('chatty');
       const chum = await t.createUser('chum');
       const theirs: string[] = [];
+      const rare: string[] = [];
       for (let i = 0; i < 210; i++) {
         const m = await call(t, 'POST', '/messages', i % 2 ? chatty.token : chum.token, {
           recipient_uuid: i % 2 ? chum.uuid : chatty.uuid,
-          body: `babble ${i}`,
+          body: i % 30 === 0 ? `babble pulsar ${i}` : `babble ${i}`,
         });
         theirs.push(m.uuid);
+        if (i % 30 === 0) rare.push(m.uuid);
       }
-      // Someone else's message holding the word, which the caller must not see.
-      await call(t, 'POST', '/messages', chum.token, { recipient_uuid: reader.uuid, body: 'babble aside' });
+      // Someone else's message holding the words, which the caller must not see.
+      await call(t, 'POST', '/messages', chum.token, {
+        recipient_uuid: reader.uuid,
+        body: 'babble pulsar aside',
+      });
+      // The inserts counted first: counted after the analysis, they would count as changed since.
       await insertsCounted(t);
       await sql`analyze search_docs`.execute(t.ctx.db);
       const timing = { ...wordStatsTiming };
       wordStatsTiming.settleMs = 0;
+      const sides = (text: string) => text.includes("d.kind = 'messages' and (d.owner_uuid = ");
+      const words = (text: string) => text.includes('search_message_parties');
       try {
-        const read = async () => {
+        const read = async (query: string, order?: string) => {
           const { db, nodes } = recordingQueries(t.ctx.db);
           const page = await searchService({ ...t.ctx, readDb: db }, chatty.uuid, {
-            query: 'babble',
-            order: 'created_at',
+            query,
             limit: 100,
+            ...(order ? { order } : {}),
           });
-          return { page: uuids(page.data), nodes };
+          return {
+            page: uuids(page.data),
+            sides: await explainRecorded(t.ctx.db, nodes, sides),
+            words: await explainRecorded(t.ctx.db, nodes, words),
+          };
         };
-        const walked = await read();
+        // `bab`, as typed: a prefix PostgreSQL reads as one (longer ones are read as the words they start).
+        const newest = await read('bab', 'created_at');
         // The caller's newest 100 messages, newest first.
-        assert.deepEqual(walked.page, theirs.slice(-100).reverse());
-        const sides = await explainRecorded(t.ctx.db, walked.nodes, (text) =>
-          text.includes("d.kind = 'messages' and ("),
-        );
-        assert.ok(sides.length > 0, "the caller's messages are read by their sides");
-        for (const plan of sides)
-          assert.match(plan, /Index Scan on search_docs_message_(owner|recipient)/, plan);
-        assert.deepEqual(
-          await explainRecorded(t.ctx.db, walked.nodes, (text) => text.includes('search_message_parties')),
-          [],
-        );
-        // The index of words and parties, as without the statistics' shares, gives the same page.
+        assert.deepEqual(newest.page, theirs.slice(-100).reverse());
+        // Ranked: 100 of the caller's messages (which ones, the index's read below tells).
+        const ranked = await read('bab');
+        assert.equal(ranked.page.length, 100);
+        assert.ok(ranked.page.every((uuid) => theirs.includes(uuid)));
+        for (const walked of [newest, ranked]) {
+          assert.ok(walked.sides.length > 0, "the caller's messages are read by their sides");
+          for (const plan of walked.sides)
+            assert.match(plan, /Index Scan on search_docs_message_(owner|recipient)/, plan);
+          assert.deepEqual(walked.words, []);
+        }
+        // A word few documents hold keeps the index of words and parties where the caller has 200 messages or more
+        // (a narrower range with fewer, such as the recent window, is walked through the sides as before).
+        const sparse = await read('babble pul');
+        assert.deepEqual(sparse.page.toSorted(), rare.toSorted());
+        assert.ok(sparse.words.length > 0, 'the messages are read by words and party');
+        // The index of words and parties, as without the statistics' shares, gives the same pages.
         Object.assign(messageWalkTuning, { denseShare: Number.POSITIVE_INFINITY });
-        const indexed = await read();
-        assert.ok(
-          (await explainRecorded(t.ctx.db, indexed.nodes, (text) => text.includes('search_message_parties')))
-            .length > 0,
-        );
-        assert.deepEqual(indexed.page, walked.page);
+        for (const [walked, order] of [
+          [newest, 'created_at'],
+          [ranked, undefined],
+        ] as const) {
+          const indexed = await read('bab', order);
+          assert.ok(indexed.words.length > 0);
+          assert.deepEqual(indexed.page, walked.page);
+        }
       } finally {
         Object.assign(wordStatsTiming, timing);
         Object.assign(messageWalkTuning, standardMessages);

@@ -12,9 +12,9 @@ import {
 } from '../../src/modules/search/search-ranking.service.ts';
 import {
   matchesAtMost,
+  prefixEntryShare,
   wordShare,
   wordStatsTiming,
-  wordsEntryShare,
 } from '../../src/modules/search/search-word-stats.service.ts';
 import { startTestApp, type TestApp, type TestDialect, type TestUser, testDialects } from '../helper.ts';
 import { call, insertPosts, insertsCounted, recordedSearch } from './world.ts';
@@ -158,14 +158,16 @@ describe('wordShare', () => {
     assert.equal(wordShare({ terms: ['1e5x'] }, listed), null);
   });
 
-  // The entries an index of words reads for a query: each word's own, however few documents hold them all.
-  it('sums the shares of every word for the entries read, a stemmed query too, a word it cannot tell counting none', () => {
-    // `coffee` whole (0.05), then `love` as the last word, a prefix (0.45).
-    near(wordsEntryShare({ terms: ['coffee', 'love'] }, listed), 0.5);
-    near(wordsEntryShare({ terms: ['love', 'coffee'] }, listed), 0.35);
-    near(wordsEntryShare({ terms: ['love', 'coffee'], stem: 'en' }, listed), 0.35);
-    near(wordsEntryShare({ terms: ['1e5x', 'love'] }, listed), 0.45);
-    near(wordsEntryShare({ terms: ['zzz'] }, listed), 0);
+  // The entries an index of words reads in full for a query: those of the words its last word starts as a prefix.
+  it('gives the share of the last word as a prefix alone, a stemmed query too, and none without such a word', () => {
+    near(prefixEntryShare({ terms: ['coffee', 'love'] }, listed), 0.45);
+    near(prefixEntryShare({ terms: ['love', 'coffee'] }, listed), 0.05);
+    near(prefixEntryShare({ terms: ['coffee', 'love'], stem: 'en' }, listed), 0.45);
+    // A one-letter last word is whole, an expanded prefix reads its words whole, and the parser may split `1e5x`.
+    near(prefixEntryShare({ terms: ['love', 'l'] }, listed), 0);
+    near(prefixEntryShare({ terms: ['love'], prefixWords: ['love', 'lovely'] }, listed), 0);
+    near(prefixEntryShare({ terms: ['love', '1e5x'] }, listed), 0);
+    near(prefixEntryShare({ terms: ['zzz'] }, listed), 0);
   });
 });
 

@@ -35,9 +35,9 @@ import {
 import type { StatsFreshness } from './search-word-stats.repository.ts';
 import {
   matchShareByStatistics,
+  prefixEntryShareByStatistics,
   rareByStatistics,
   wordShareByStatistics,
-  wordsEntryShareByStatistics,
 } from './search-word-stats.service.ts';
 
 /**
@@ -280,11 +280,11 @@ export async function exactDocs(
   // older documents exist only if recent >= first.
   const recent = top - searchTuning.recentDocs;
   const otherKinds = mine ? { first: firstOther, last: top } : undefined;
-  // PostgreSQL, a signed-in caller's messages: the entries the index of their words would read, from the statistics,
-  // choose how they are read (IdWalk.wordsShare); never which.
-  const wordsShare =
+  // PostgreSQL, a signed-in caller's messages: the entries the index of their words would read for a prefix, from the
+  // statistics, choose how they are read (IdWalk.prefixShare); never which.
+  const prefixShare =
     dialect === 'postgres' && scope.viewer !== null && scope.kinds.includes('messages')
-      ? ((await wordsEntryShareByStatistics(db, match, ends.stats, searchTuning.statsChangedRows)) ??
+      ? ((await prefixEntryShareByStatistics(db, match, ends.stats, searchTuning.statsChangedRows)) ??
         undefined)
       : undefined;
   if (order.property === 'created_at') {
@@ -295,7 +295,7 @@ export async function exactDocs(
         beforeId: last + 1,
         walkAbove: recent,
         otherKinds,
-        wordsShare,
+        prefixShare,
         ...window,
       }),
     );
@@ -317,7 +317,7 @@ export async function exactDocs(
         forceWalk: split?.forceWalk,
         forward: true,
         otherKinds,
-        wordsShare,
+        prefixShare,
         ...window,
       }),
     );
@@ -341,7 +341,7 @@ export async function exactDocs(
       walkAbove: recent,
       withText: true,
       otherKinds,
-      wordsShare,
+      prefixShare,
       offset: 0,
       limit,
       ...range,
@@ -503,7 +503,7 @@ export async function exactDocs(
         direction: 'desc',
         afterId: recent,
         withText: true,
-        wordsShare,
+        prefixShare,
         offset: 0,
         limit: headLimit,
       };
@@ -681,7 +681,7 @@ export async function exactDocs(
       beforeId: boundary.id,
       walkAbove: recent,
       otherKinds,
-      wordsShare,
+      prefixShare,
       offset: Math.max(0, window.offset - c),
       limit: window.limit - out.length,
     });

@@ -73,12 +73,12 @@ export interface IdWalk {
    */
   otherKinds?: { first: number; last: number } | undefined;
   /**
-   * PostgreSQL: the shares of the documents the statistics found holding each word, summed (wordsEntryShare), when the
-   * caller read them: about the entries per document the index of words and parties would read. A signed-in walk of
-   * messages where they reach `denseShare` walks up to `denseFewMessages` of the viewer's messages through their
-   * sides (fewMessagesOf). It chooses the plan, never the rows.
+   * PostgreSQL: the share of the documents the statistics found holding the words the query's last word starts as a
+   * prefix (prefixEntryShare), when the caller read it: about the entries per document the index of words and parties
+   * reads in full. A signed-in walk of messages where it reaches `denseShare` walks up to `denseFewMessages` of the
+   * viewer's messages through their sides (fewMessagesOf). It chooses the plan, never the rows.
    */
-  wordsShare?: number | undefined;
+  prefixShare?: number | undefined;
   /**
    * PostgreSQL, a deep page whose first range is walked in id order (forceWalk, sized to hold the page by
    * deepWalkSplit): that range is read forwards, every match of it, then ordered. Backwards, each heap block is a read
@@ -304,7 +304,7 @@ export async function fewDocsOfKind(
 /**
  * PostgreSQL: with fewer than `fewMessages` entries of the viewer's two sides in a walk's range, their messages are
  * walked rather than looked up in the index of words and parties (fewMessagesOf); with fewer than `denseFewMessages`
- * when the statistics' shares of the words sum to `denseShare` or more (IdWalk.wordsShare). Tests set
+ * when the statistics put the words of a prefix in `denseShare` of the documents or more (IdWalk.prefixShare). Tests set
  * `fewMessages` to 0 to take that index.
  */
 export const messageWalkTuning = { fewMessages: 200, denseShare: 0.2, denseFewMessages: 2_000 };
@@ -313,16 +313,17 @@ export const messageWalkTuning = { fewMessages: 200, denseShare: 0.2, denseFewMe
  * Whether a signed-in walk of messages alone (PostgreSQL) has fewer than `fewMessages` entries of the viewer's two
  * sides in its id range: then testing each message costs less than the index of words and parties, whose read of a
  * common word's entries is the same whatever the range (0.2-7.2 ms a search over the 20 commonest words as
- * bench_user); a message tested costs about 2 µs. For words the statistics find dense (IdWalk.wordsShare), up to
- * `denseFewMessages`: that index reads an entry for every message holding each word, about 0.4 µs each
- * (bench_user's 1,187 messages walked in 1.6-2.9 ms whatever the words, against 8.4 ms through the index for the
- * 23,236 messages holding `the`; docs/search.md, "Messages by words and party (PostgreSQL)").
+ * bench_user); a message tested costs about 2 µs. For a prefix the statistics find dense (IdWalk.prefixShare), up
+ * to `denseFewMessages`: that index reads an entry for every message holding a word the prefix starts, about 0.4 µs
+ * each (bench_user's 1,187 messages walked in 1.6-2.9 ms whatever the words, against 8.4-12 ms through the index for
+ * the 23,236 messages holding `the:*`; docs/search.md, "Messages by words and party (PostgreSQL)"). Counting up to
+ * 2,000 of the caller's messages reads two index ranges only (0.1 ms for 200).
  */
 async function fewMessagesOf(db: Db, scope: Scope, walk: IdWalk): Promise<boolean> {
   const viewer = scope.viewer;
   const { fewMessages, denseShare, denseFewMessages } = messageWalkTuning;
   if (viewer === null || !onlyMessages(scope) || fewMessages <= 0) return false;
-  const few = (walk.wordsShare ?? 0) >= denseShare ? Math.max(fewMessages, denseFewMessages) : fewMessages;
+  const few = (walk.prefixShare ?? 0) >= denseShare ? Math.max(fewMessages, denseFewMessages) : fewMessages;
   const bounds = idBounds(sql.ref('d.id'), walk);
   const side = (column: 'owner_uuid' | 'recipient_uuid') =>
     sql`select 1 from search_docs d where d.kind = 'messages' and ${sql.ref(`d.${column}`)} = ${viewer} ${bounds}`;
