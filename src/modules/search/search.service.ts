@@ -44,6 +44,7 @@ import {
   findUsersByUsernamePrefix,
 } from './search-names.repository.ts';
 import { exactDocs, searchTuning } from './search-ranking.service.ts';
+import { findDocRows } from './search-rows.service.ts';
 import { findMatchesById } from './search-walk.repository.ts';
 
 /** Typo tolerance joins in when the exact matches are fewer than this. */
@@ -210,10 +211,9 @@ async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
   // One read per kind, all at once (PostgreSQL's connections, SQLite's reader threads): a mixed page read up to six
   // tables one after the other.
   const kinds = [...byKind];
-  const read = await Promise.all(kinds.map(([kind, uuids]) => findRowsByUuids(ctx.readDb, kind, uuids)));
+  const read = await Promise.all(kinds.map(([kind, uuids]) => findDocRows(ctx, kind, uuids)));
   kinds.forEach(([kind], i) => {
-    for (const row of (read[i] ?? []) as Record<string, unknown>[])
-      objects.set(row.uuid as string, toItem(kind, row));
+    for (const row of read[i] ?? []) objects.set(row.uuid as string, toItem(kind, row));
   });
   return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
 }
