@@ -127,9 +127,14 @@ export function wordShare(match: Match, stats: LexemeStats): number | null {
  * the whole word `the` 3.0-3.3). An expanded prefix reads its words whole. A hint for a plan (fewMessagesOf).
  */
 export function prefixEntryShare(match: Match, stats: LexemeStats): number {
+  const last = prefixReadWhole(match);
+  return last === undefined ? 0 : (termShare(match, last, stats) ?? 0);
+}
+
+/** The index of a query's last word when it is matched as a prefix, not expanded into whole words; else undefined. */
+function prefixReadWhole(match: Match): number | undefined {
   const last = match.terms.length - 1;
-  if (last < 0 || !isPrefixTerm(match.terms, last) || isExpandedPrefix(match, last)) return 0;
-  return termShare(match, last, stats) ?? 0;
+  return last >= 0 && isPrefixTerm(match.terms, last) && !isExpandedPrefix(match, last) ? last : undefined;
 }
 
 /** wordShare's share of term `i` of a match, whatever the other terms; null when the statistics cannot tell. */
@@ -173,6 +178,8 @@ export async function prefixEntryShareByStatistics(
   changedMost: number,
 ): Promise<number | null> {
   if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
+  // Without a prefix read as one, the share is 0 whatever the statistics say: no need to read them.
+  if (prefixReadWhole(match) === undefined) return 0;
   const stats = await lexemeStatsOf(db, freshness.analyzedAt);
   return stats === null ? null : prefixEntryShare(match, stats);
 }

@@ -393,3 +393,12 @@ export async function findRowsByUuids(db: Db, kind: DocKind | 'tag', uuids: stri
   const table = kind === 'tag' ? 'tags' : DOC_TABLES[kind];
   return db.selectFrom(table).selectAll().where('uuid', 'in', uuids).execute();
 }
+
+/**
+ * findRowsByUuids on PostgreSQL, the uuids as one array parameter: one statement text, prepared once, for any number
+ * of them (a list of parameters made a text, and a prepared statement of the process's few, per count).
+ */
+export async function findRowsByUuidsPg(db: Db, kind: DocKind, uuids: string[]) {
+  if (uuids.length === 0) return [];
+  return db.selectFrom(DOC_TABLES[kind]).selectAll().where('uuid', '=', sql<string>`any(${uuids})`).execute();
+}

@@ -209,7 +209,7 @@ async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
   for (const r of refs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r.uuid]);
   const objects = new Map<string, Item>();
   // One read per kind, all at once (PostgreSQL's connections, SQLite's reader threads): a mixed page read up to six
-  // tables one after the other.
+  // tables one after the other. On PostgreSQL concurrent searches share them (findDocRows).
   const kinds = [...byKind];
   const read = await Promise.all(kinds.map(([kind, uuids]) => findDocRows(ctx, kind, uuids)));
   kinds.forEach(([kind], i) => {
