@@ -149,6 +149,16 @@ function termShare(match: Match, i: number, stats: LexemeStats): number | null {
   return Math.min(1, isPrefixTerm(match.terms, i) ? prefixShare(stats, term) : (stats.freqs.get(term) ?? 0));
 }
 
+/** The statistics of the last ANALYZE while at most `changedMost` rows of search_docs changed since; else null. */
+async function freshStatsOf(
+  db: Db,
+  freshness: StatsFreshness | undefined,
+  changedMost: number,
+): Promise<LexemeStats | null> {
+  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
+  return lexemeStatsOf(db, freshness.analyzedAt);
+}
+
 /**
  * PostgreSQL: wordShare by the statistics of the last ANALYZE, while at most `changedMost` rows of search_docs changed
  * since (a share of older statistics could choose a read far from the word's density now: docs/search.md, "Dense
@@ -160,16 +170,15 @@ export async function wordShareByStatistics(
   freshness: StatsFreshness | undefined,
   changedMost: number,
 ): Promise<number | null> {
-  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
   if (match.stem || match.terms.length !== 1) return null;
-  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
+  const stats = await freshStatsOf(db, freshness, changedMost);
   return stats === null ? null : wordShare(match, stats);
 }
 
 /**
  * PostgreSQL: prefixEntryShare by the statistics of the last ANALYZE, while at most `changedMost` rows of search_docs
  * changed since; null when they cannot tell (never analyzed, reset, older, read too soon after the analysis or not
- * read at all).
+ * read at all). 0 without a prefix read as one, whatever they say.
  */
 export async function prefixEntryShareByStatistics(
   db: Db,
@@ -177,10 +186,8 @@ export async function prefixEntryShareByStatistics(
   freshness: StatsFreshness | undefined,
   changedMost: number,
 ): Promise<number | null> {
-  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
-  // Without a prefix read as one, the share is 0 whatever the statistics say: no need to read them.
   if (prefixReadWhole(match) === undefined) return 0;
-  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
+  const stats = await freshStatsOf(db, freshness, changedMost);
   return stats === null ? null : prefixEntryShare(match, stats);
 }
 
@@ -195,9 +202,8 @@ async function matchesByStatistics(
   freshness: StatsFreshness | undefined,
   changedMost: number,
 ): Promise<{ matches: number; rows: number } | null> {
-  if (freshness?.analyzedAt == null || freshness.changedSince > changedMost) return null;
   if (match.stem || !match.terms.some((_, i) => lexemesOf(match, i) !== undefined)) return null;
-  const stats = await lexemeStatsOf(db, freshness.analyzedAt);
+  const stats = await freshStatsOf(db, freshness, changedMost);
   if (stats === null) return null;
   const matches = matchesAtMost(match, stats);
   return Number.isFinite(matches) ? { matches, rows: stats.rows } : null;
