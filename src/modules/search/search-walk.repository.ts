@@ -315,8 +315,8 @@ export const messageWalkTuning = { fewMessages: 200, denseShare: 0.2, denseFewMe
  * common word's entries is the same whatever the range (0.2-7.2 ms a search over the 20 commonest words as
  * bench_user); a message tested costs about 2 µs. For a prefix the statistics find dense (IdWalk.prefixShare), up
  * to `denseFewMessages`: that index reads an entry for every message holding a word the prefix starts, about 0.4 µs
- * each (bench_user's 1,187 messages walked in 1.6-2.9 ms whatever the words, against 8.4-12 ms through the index for
- * the 23,236 messages holding `the:*`; docs/search.md, "Messages by words and party (PostgreSQL)"). Counting up to
+ * each (bench_user's 1,187 messages walked in 1.6-2.9 ms whatever the words, against 8.4-12.2 ms through the index for
+ * the 23,236 messages matching `the:*`; docs/search.md, "Messages by words and party (PostgreSQL)"). Counting up to
  * 2,000 of the caller's messages reads two index ranges only (bench_user's 1,187 in 0.4 ms, 200 in 0.24, in psql).
  */
 async function fewMessagesOf(db: Db, scope: Scope, walk: IdWalk): Promise<boolean> {

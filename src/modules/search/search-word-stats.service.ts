@@ -123,7 +123,7 @@ export function wordShare(match: Match, stats: LexemeStats): number | null {
  * statistics were taken (wordShare's sum for that word, whatever the other words); 0 without such a word or when the
  * statistics cannot tell. GIN reads every entry of a prefix's lexemes into a bitmap before intersecting it with the
  * other words, where it skips through a whole word's entries to those the rarest required one holds (its fast scan):
- * so a prefix is what a common query's read of the index of words and parties costs (as bench_user, `the:*` 8.4-12 ms,
+ * so a prefix is what a common query's read of the index of words and parties costs (as bench_user, `the:*` 8.4-12.2 ms,
  * the whole word `the` 3.0-3.3). An expanded prefix reads its words whole. A hint for a plan (fewMessagesOf).
  */
 export function prefixEntryShare(match: Match, stats: LexemeStats): number {
