@@ -59,6 +59,19 @@ for (const dialect of testDialects()) {
       }
     };
 
+    /** 210 messages between a busy caller and a pal, every other one sent by each, `body(i)` the i-th's; their uuids. */
+    const converse = async (busy: TestUser, pal: TestUser, body: (i: number) => string) => {
+      const sent: string[] = [];
+      for (let i = 0; i < 210; i++) {
+        const m = await call(t, 'POST', '/messages', i % 2 ? busy.token : pal.token, {
+          recipient_uuid: i % 2 ? pal.uuid : busy.uuid,
+          body: body(i),
+        });
+        sent.push(m.uuid);
+      }
+      return sent;
+    };
+
     before(async () => {
       t = await startTestApp(dialect, { SEARCH_CACHE_ITEMS: 0, RATE_LIMIT_PER_MINUTE: 100_000 });
       const writer = await t.createUser('writer');
@@ -144,15 +157,9 @@ for (const dialect of testDialects()) {
       Object.assign(searchTuning, standard);
       const busy = await t.createUser('busy');
       const pal = await t.createUser('pal');
-      const sent: string[] = [];
-      for (let i = 0; i < 210; i++) {
-        const body = i % 30 === 0 ? `quasar ${i}` : `chatter ${i}`;
-        const m = await call(t, 'POST', '/messages', i % 2 ? busy.token : pal.token, {
-          recipient_uuid: i % 2 ? pal.uuid : busy.uuid,
-          body,
-        });
-        if (body.startsWith('quasar')) sent.push(m.uuid);
-      }
+      const sent = (await converse(busy, pal, (i) => (i % 30 === 0 ? `quasar ${i}` : `chatter ${i}`))).filter(
+        (_, i) => i % 30 === 0,
+      );
       await sql`analyze search_docs`.execute(t.ctx.db);
       const { db, nodes } = recordingQueries(t.ctx.db);
       const page = await searchService({ ...t.ctx, readDb: db }, busy.uuid, { query: 'quasar', limit: 100 });
@@ -171,16 +178,10 @@ for (const dialect of testDialects()) {
       Object.assign(searchTuning, standard);
       const chatty = await t.createUser('chatty');
       const chum = await t.createUser('chum');
-      const theirs: string[] = [];
-      const rare: string[] = [];
-      for (let i = 0; i < 210; i++) {
-        const m = await call(t, 'POST', '/messages', i % 2 ? chatty.token : chum.token, {
-          recipient_uuid: i % 2 ? chum.uuid : chatty.uuid,
-          body: i % 30 === 0 ? `babble pulsar ${i}` : `babble ${i}`,
-        });
-        theirs.push(m.uuid);
-        if (i % 30 === 0) rare.push(m.uuid);
-      }
+      const theirs = await converse(chatty, chum, (i) =>
+        i % 30 === 0 ? `babble pulsar ${i}` : `babble ${i}`,
+      );
+      const rare = theirs.filter((_, i) => i % 30 === 0);
       // Someone else's message holding the words, which the caller must not see.
       await call(t, 'POST', '/messages', chum.token, {
         recipient_uuid: reader.uuid,
