@@ -51,9 +51,10 @@ const ABOVE_PUBLIC = sql<SqlBool>`ta.audience > 'public'`;
  * guest sees `public`; a user also sees everything they own (their posts, their posts' comments, their media,
  * messages they sent, connections they asked for), `parties` rows they are the other side of (messages they
  * received, connections they were asked for), and `friends` rows of their confirmed friends. The audience `none`
- * (the target is gone) is visible to no one. The outer table must be aliased `ta`.
+ * (the target is gone) is visible to no one. The outer table must be aliased `ta`. `viewer` may be a column holding
+ * a viewer per row (a batched read's); a null there sees what a guest sees.
  */
-export function targetVisibleTo(viewer: string | null): Expression<SqlBool> {
+export function targetVisibleTo(viewer: string | null | RawBuilder<string | null>): Expression<SqlBool> {
   if (viewer === null) return sql<SqlBool>`ta.audience = 'public'`;
   return sql<SqlBool>`(ta.audience = 'public'
     or (ta.audience_owner = ${viewer} and ta.audience in ${OWN_AUDIENCES})
@@ -241,7 +242,8 @@ function singleTagFilter(lq: ListQuery): string | undefined {
 /**
  * SQL of the uuids of the newest associations of the tag `tagRef` (a trusted column reference, e.g. 't.uuid'), at
  * most `perTag`, newest first, comma-joined (none: NULL on SQLite, '' on PostgreSQL); with `viewer` given (null for a
- * guest) only those whose target the viewer may see, so a tag does not reveal private posts' uses. One bounded walk
+ * guest, or a column of viewers: targetVisibleTo) only those whose target the viewer may see, so a tag does not
+ * reveal private posts' uses. One bounded walk
  * of the covering (tag_uuid, created_at, uuid, audience...) index per tag, aggregated to one value: a tag and its
  * 100 associations come back as one row, not 101.
  */
@@ -249,7 +251,7 @@ export function newestAssociationsOf(
   dialect: Dialect,
   tagRef: string,
   perTag: number,
-  viewer?: string | null,
+  viewer?: string | null | RawBuilder<string | null>,
 ): RawBuilder<string | null> {
   const visible = viewer === undefined ? sql`` : sql`and ${targetVisibleTo(viewer)}`;
   // `nulls last` (created_at is never null) matches the index order on PostgreSQL, whose default for desc is first.

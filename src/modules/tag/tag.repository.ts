@@ -60,11 +60,52 @@ export async function findVisibleTagWithAssociations(
     .select(visibleWithoutUse('tags').as('unused_or_emotion'))
     .where('uuid', '=', uuid)
     .executeTakeFirst();
-  if (!found) return undefined;
+  return found ? visibleTagOf(found) : undefined;
+}
+
+/** A tag row read with its newest visible associations and visibleWithoutUse, if the viewer may see the tag. */
+function visibleTagOf(
+  found: TagRow & { associations: string | null; unused_or_emotion: unknown },
+): { row: TagRow; associations: string[] } | undefined {
   const { associations, unused_or_emotion, ...row } = found;
   const visibleAssociations = splitUuids(associations);
   if (visibleAssociations.length === 0 && !unused_or_emotion) return undefined;
   return { row, associations: visibleAssociations };
+}
+
+/** One read of findVisibleTagsForViewersPg: a tag's uuid and its viewer (null for a guest). */
+export interface TagViewerRead {
+  uuid: string;
+  viewer: string | null;
+}
+
+/**
+ * findVisibleTagWithAssociations for several (tag, viewer) reads in one statement (PostgreSQL): the tag of each read
+ * that exists and that its viewer may see, by the read's index in `reads`. The reads go as two arrays of one length,
+ * so one prepared text serves any number of them; each read's viewer is a column of the statement, which the
+ * visibility rule compares as it would a bound viewer (a null one sees what a guest sees).
+ */
+export async function findVisibleTagsForViewersPg(
+  db: Db,
+  reads: TagViewerRead[],
+  perTag: number,
+): Promise<Map<number, { row: TagRow; associations: string[] }>> {
+  const out = new Map<number, { row: TagRow; associations: string[] }>();
+  if (reads.length === 0) return out;
+  const viewer = sql<string | null>`k.viewer`;
+  type Found = TagRow & { i: string; associations: string | null; unused_or_emotion: unknown };
+  // The text starts with the mark, as a prepared select must.
+  const { rows } = await sql<Found>`select ${PREPARED} t.*, k.i,
+      ${newestAssociationsOf('postgres', 't.uuid', perTag, viewer)} as associations,
+      ${visibleWithoutUse('t')} as unused_or_emotion
+    from unnest(${reads.map((r) => r.uuid)}::text[], ${reads.map((r) => r.viewer)}::text[])
+      with ordinality as k(tag_uuid, viewer, i)
+    join tags t on t.uuid = k.tag_uuid`.execute(db);
+  for (const { i, ...found } of rows) {
+    const visible = visibleTagOf(found);
+    if (visible) out.set(Number(i) - 1, visible);
+  }
+  return out;
 }
 
 /** The tag rows of these uuids (those that exist), in no particular order. */

@@ -22,7 +22,6 @@ import {
   findTagsByKeys,
   findTagsByUuids,
   findTrendingHashtags,
-  findVisibleTagWithAssociations,
   insertTag,
   insertTagsIgnoringConflicts,
   listTagRows,
@@ -31,6 +30,7 @@ import {
   type TagRow,
   updateTagRow,
 } from './tag.repository.ts';
+import { findVisibleTag } from './tag-reads.service.ts';
 
 /** Whitelist of the tag list's sortby and filterby, for the routes' query schema. */
 export { TAG_WHITELIST } from './tag.repository.ts';
@@ -93,7 +93,7 @@ export async function getTag<A>(
 ): Promise<A> {
   const key = uuid.toLowerCase();
   const read = async () => {
-    const found = await findVisibleTagWithAssociations(ctx.db, ctx.dialect, key, viewer, ASSOCIATIONS_IN_TAG);
+    const found = await findVisibleTag(ctx, key, viewer, ASSOCIATIONS_IN_TAG);
     // Wrapped: a missing tag (undefined) is an answer worth keeping too.
     return { answer: found ? options.render(toApiTag(found.row, found.associations)) : undefined };
   };
