@@ -14,6 +14,7 @@ import {
   type TestUser,
   testDialects,
 } from '../helper.ts';
+import { befriend } from '../search/world.ts';
 import { createPost, get } from './support.ts';
 
 const MISSING = '0190a1b2-3c4d-7e5f-8a6b-7c8d9e0f1a2b';
@@ -34,19 +35,7 @@ for (const dialect of testDialects()) {
       ben = await t.createUser();
       cy = await t.createUser();
       // ben is ana's confirmed friend; cy is a stranger.
-      const req = await t.inject({
-        method: 'POST',
-        url: '/connections',
-        token: ana.token,
-        payload: { user_uuid: ben.uuid },
-      });
-      assert.equal(req.statusCode, 201, req.body);
-      const conf = await t.inject({
-        method: 'POST',
-        url: `/connections/${body(req).data.uuid}/confirm`,
-        token: ben.token,
-      });
-      assert.equal(conf.statusCode, 200, conf.body);
+      await befriend(t, ana, ben);
       await createPost(t, ana, 'out in the open #zephyr');
       await createPost(t, ana, 'for friends #zephyr', { visibility: 'friends' });
       await createPost(t, ana, 'just mine #zephyr', { visibility: 'private' });
