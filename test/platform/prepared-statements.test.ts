@@ -12,7 +12,7 @@ import {
   prepareStatements,
   SHORT_STATEMENT,
 } from '../../src/db/prepared-statements.ts';
-import { findVisibleTagWithAssociations } from '../../src/modules/tag/tag.repository.ts';
+import { findVisibleTagsForViewersPg } from '../../src/modules/tag/tag.repository.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost, findTag } from '../tags/support.ts';
 
@@ -78,19 +78,18 @@ for (const dialect of testDialects().filter((d) => d.name === 'postgres')) {
       const tag = await findTag(t, 'hashtag', 'preparedlookup');
       const handle = connectDatabase(t.url, { poolSize: 1 });
       try {
+        // GET /tags/{uuid} reads through the turn's batch on PostgreSQL: that statement is the one to name.
         for (let i = 0; i < 2; i++) {
-          const found = await findVisibleTagWithAssociations(
+          const found = await findVisibleTagsForViewersPg(
             handle.db,
-            'postgres',
-            tag.uuid,
-            alice.uuid,
+            [{ uuid: tag.uuid, viewer: alice.uuid }],
             100,
           );
-          assert.equal(found?.associations.length, 1);
+          assert.equal(found.get(0)?.associations.length, 1);
         }
         const names = await prepared(handle.db);
         assert.ok(
-          names.some((s) => s.startsWith('select /* prepared */') && s.includes('from "tags"')),
+          names.some((s) => s.startsWith('select /* prepared */') && s.includes('join tags t')),
           names.join('\n'),
         );
       } finally {

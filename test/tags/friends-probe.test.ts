@@ -8,8 +8,16 @@ import { after, before, describe, it } from 'node:test';
 import { createQueryId, sql } from 'kysely';
 import { nowIso } from '../../src/db/time.ts';
 import { findMatchesById } from '../../src/modules/search/search-walk.repository.ts';
+import { findVisibleTagsForViewersPg } from '../../src/modules/tag/tag.repository.ts';
 import { newestAssociationsOf } from '../../src/modules/tag-association/tag-association.repository.ts';
-import { body, bulkUserRow, insertInBatches, recordingQueries, testDialects } from '../helper.ts';
+import {
+  body,
+  bulkUserRow,
+  genericPlans,
+  insertInBatches,
+  recordingQueries,
+  testDialects,
+} from '../helper.ts';
 import { type LoggedApp, startLoggedApp, UNLIMITED } from '../reliability/support.ts';
 
 const FRIENDS = 3000;
@@ -76,6 +84,26 @@ describe('friends probed per row, not hashed per statement [postgres]', { skip: 
     const plan = explained.rows.map((r) => r['QUERY PLAN']).join('\n');
     assert.doesNotMatch(plan, /hashed SubPlan/, plan);
     assert.match(plan, /Index (Only )?Scan using friends_\w+ on friends/, plan);
+  });
+
+  it("the batched tag reads (one statement a turn) probe each viewer's friends per row in their generic plan", async () => {
+    const { db, nodes } = recordingQueries(t.ctx.db);
+    const found = await findVisibleTagsForViewersPg(
+      db,
+      [
+        { uuid: tagUuid, viewer: hub.uuid },
+        { uuid: tagUuid, viewer: null },
+      ],
+      100,
+    );
+    assert.deepEqual([found.get(0)?.associations.length, found.get(1)], [30, undefined]);
+    // A prepared statement's plan after five runs: the one every later turn's batch runs.
+    const [generic] = await genericPlans(t.ctx.db, nodes, { seqscan: false });
+    const plan = generic?.plan ?? '';
+    assert.doesNotMatch(plan, /hashed SubPlan/, plan);
+    assert.match(plan, /Index (Only )?Scan using friends_\w+ on friends/, plan);
+    assert.match(plan, /Index Scan using tags_pkey on tags/, plan);
+    assert.match(plan, /using tag_associations_tag_created_audience on tag_associations/, plan);
   });
 
   it("a search finds the friend's friends-only posts for the hub and nothing for a stranger", async () => {

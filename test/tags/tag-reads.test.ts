@@ -14,7 +14,7 @@ import {
   type TestUser,
   testDialects,
 } from '../helper.ts';
-import { befriend } from '../search/world.ts';
+import { befriend, call } from '../search/world.ts';
 import { createPost, get } from './support.ts';
 
 const MISSING = '0190a1b2-3c4d-7e5f-8a6b-7c8d9e0f1a2b';
@@ -27,6 +27,8 @@ for (const dialect of testDialects()) {
     let cy: TestUser;
     let shared: string;
     let hidden: string;
+    let friendsOnly: string;
+    let direct: string;
     let unused: string;
 
     before(async () => {
@@ -40,10 +42,22 @@ for (const dialect of testDialects()) {
       await createPost(t, ana, 'for friends #zephyr', { visibility: 'friends' });
       await createPost(t, ana, 'just mine #zephyr', { visibility: 'private' });
       await createPost(t, ana, 'plans #zephyrsecret', { visibility: 'private' });
+      await createPost(t, ana, 'only for friends #zephyrfriends', { visibility: 'friends' });
       const tagOf = async (name: string) =>
         (await get(t, `/tags?filterby[name]=${name}`, ana.token)).data[0].uuid;
       shared = await tagOf('zephyr');
       hidden = await tagOf('zephyrsecret');
+      friendsOnly = await tagOf('zephyrfriends');
+      // A tag on a message from ana to ben: seen by its two parties only.
+      const message = await call(t, 'POST', '/messages', ana.token, { recipient_uuid: ben.uuid, body: 'hi' });
+      direct = (
+        await call(t, 'POST', '/tags/create', ana.token, { name: 'zephyrdirect', tag_type: 'hashtag' })
+      ).uuid;
+      await call(t, 'POST', '/tag-association', ana.token, {
+        tag_uuid: direct,
+        target_uuid: message.uuid,
+        target_type: 'messages',
+      });
       const created = await t.inject({
         method: 'POST',
         url: '/tags/create',
@@ -66,6 +80,12 @@ for (const dialect of testDialects()) {
         [hidden, ana.uuid],
         [hidden, ben.uuid],
         [hidden, null],
+        [friendsOnly, ben.uuid],
+        [friendsOnly, cy.uuid],
+        [friendsOnly, null],
+        [direct, ana.uuid],
+        [direct, ben.uuid],
+        [direct, cy.uuid],
         [unused, null],
         [MISSING, ana.uuid],
         // The same read twice in the turn.
@@ -76,13 +96,30 @@ for (const dialect of testDialects()) {
       );
       assert.equal(nodes.length, dialect.name === 'postgres' ? 1 : reads.length);
       const counts = together.map((found) => found?.associations.length);
-      assert.deepEqual(counts, [3, 2, 1, 1, 1, undefined, undefined, 0, undefined, 2]);
+      assert.deepEqual(counts, [
+        3,
+        2,
+        1,
+        1,
+        1,
+        undefined,
+        undefined,
+        1,
+        undefined,
+        undefined,
+        1,
+        1,
+        undefined,
+        0,
+        undefined,
+        2,
+      ]);
       for (const [i, [uuid, viewer]] of reads.entries()) {
         const alone = await findVisibleTagWithAssociations(t.ctx.db, t.ctx.dialect, uuid, viewer, 100);
         assert.deepEqual(together[i], alone, `read ${i}`);
       }
       // A later turn reads again.
-      assert.equal((await findVisibleTag(ctx, hidden, cy.uuid, 100)) === undefined, true);
+      assert.equal(await findVisibleTag(ctx, hidden, cy.uuid, 100), undefined);
       assert.equal(nodes.length, dialect.name === 'postgres' ? 2 : reads.length + 1);
     });
 
@@ -98,6 +135,7 @@ for (const dialect of testDialects()) {
       assert.equal(one?.sql, two?.sql);
     });
 
+    // Over HTTP the requests may or may not share a turn (the test above holds one); either way each gets its own.
     it('concurrent requests by different callers each get their own tag, hidden ones answering 404', async () => {
       const read = (uuid: string, token: string) =>
         t.inject({ method: 'GET', url: `/tags/${uuid}`, token, headers: { 'cache-control': 'no-cache' } });

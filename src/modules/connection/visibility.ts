@@ -9,8 +9,8 @@ export const PLAN_AS_PROBE = sql` limit 1 offset 0`;
 
 /**
  * Whether `owner` is a confirmed friend of `viewerUuid` (a uuid, or a column holding one per row: a batched read's
- * viewer; a null there is no one's friend). `probe` (the default): probed per row in the friends primary
- * key. The OFFSET is there for PostgreSQL: without it the planner turns the EXISTS into a hashed subplan of every
+ * viewer; a null there is no one's friend). `probe` (the default): probed per row in the friends primary key. The
+ * OFFSET is there for PostgreSQL: without it the planner turns the EXISTS into a hashed subplan of every
  * friend of the viewer, built once per statement even when the statement tests a few dozen rows (1.9-2.5 ms for a
  * viewer with 8,600 friends, the seeded world's hub, against 0.02 ms a probe); it does not rewrite an EXISTS whose
  * subquery has an OFFSET. Without `probe` the planner may hash, the cheaper plan for a statement that tests every row

@@ -52,7 +52,8 @@ const ABOVE_PUBLIC = sql<SqlBool>`ta.audience > 'public'`;
  * messages they sent, connections they asked for), `parties` rows they are the other side of (messages they
  * received, connections they were asked for), and `friends` rows of their confirmed friends. The audience `none`
  * (the target is gone) is visible to no one. The outer table must be aliased `ta`. `viewer` may be a column holding
- * a viewer per row (a batched read's); a null there sees what a guest sees.
+ * a viewer per row (a batched read's): a null there makes every test but the public one NULL, so as a filter (WHERE,
+ * AND) it keeps what a guest sees; not for NOT or a selected value.
  */
 export function targetVisibleTo(viewer: string | null | RawBuilder<string | null>): Expression<SqlBool> {
   if (viewer === null) return sql<SqlBool>`ta.audience = 'public'`;
@@ -243,9 +244,8 @@ function singleTagFilter(lq: ListQuery): string | undefined {
  * SQL of the uuids of the newest associations of the tag `tagRef` (a trusted column reference, e.g. 't.uuid'), at
  * most `perTag`, newest first, comma-joined (none: NULL on SQLite, '' on PostgreSQL); with `viewer` given (null for a
  * guest, or a column of viewers: targetVisibleTo) only those whose target the viewer may see, so a tag does not
- * reveal private posts' uses. One bounded walk
- * of the covering (tag_uuid, created_at, uuid, audience...) index per tag, aggregated to one value: a tag and its
- * 100 associations come back as one row, not 101.
+ * reveal private posts' uses. One bounded walk of the covering (tag_uuid, created_at, uuid, audience...) index per
+ * tag, aggregated to one value: a tag and its 100 associations come back as one row, not 101.
  */
 export function newestAssociationsOf(
   dialect: Dialect,

@@ -1,15 +1,13 @@
 // Single-tag reads (GET /tags/{uuid}), for every request of an event-loop turn by one statement (PostgreSQL).
 import type { Context } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
-import { turnBatchedReads } from '../../db/turn-batch.ts';
+import { type BatchLoad, turnBatchedReads } from '../../db/turn-batch.ts';
 import {
   findVisibleTagsForViewersPg,
   findVisibleTagWithAssociations,
-  type TagRow,
   type TagViewerRead,
+  type VisibleTag,
 } from './tag.repository.ts';
-
-type VisibleTag = { row: TagRow; associations: string[] };
 
 /** The key of one read in the turn's batch: the tag and the viewer, as JSON. */
 function readKey(uuid: string, viewer: string | null): string {
@@ -17,8 +15,8 @@ function readKey(uuid: string, viewer: string | null): string {
 }
 
 /** The load of a turn's reads by key (PostgreSQL). */
-function loadFor(perTag: number) {
-  return async (db: Db, keys: string[]): Promise<Map<string, VisibleTag>> => {
+function loadFor(perTag: number): BatchLoad<VisibleTag> {
+  return async (db: Db, keys: string[]) => {
     const reads = keys.map((key) => {
       const [uuid, viewer] = JSON.parse(key) as [string, string | null];
       return { uuid, viewer } satisfies TagViewerRead;
@@ -29,7 +27,7 @@ function loadFor(perTag: number) {
 }
 
 // One load per number of associations, the same function at every call, as turnBatchedReads asks.
-const loads = new Map<number, ReturnType<typeof loadFor>>();
+const loads = new Map<number, BatchLoad<VisibleTag>>();
 
 /**
  * A tag `viewer` (null for a guest) may see, with the uuids of its newest `perTag` associations the viewer may see;

@@ -38,11 +38,15 @@ export async function findTagByUuid(
     .executeTakeFirst();
 }
 
+/** A tag a viewer may see, with the uuids of the newest associations they may see. */
+export type VisibleTag = { row: TagRow; associations: string[] };
+
 /**
  * A tag row visible to `viewer` (null for a guest) with the uuids of its newest `perTag` associations the viewer
- * may see, in one statement (GET /tags/{uuid}). The visibility rule of tagVisibleTo, read off the same walk: a tag
- * with an association the viewer may see has a non-empty list; otherwise it is visible only as an emotion or a tag
- * with no association at all. (tagVisibleTo's own subqueries made PostgreSQL plan for 4 ms of each 6 ms call.)
+ * may see, in one statement (GET /tags/{uuid} on SQLite; PostgreSQL batches them, findVisibleTagsForViewersPg, which
+ * must answer as this does). The visibility rule of tagVisibleTo, read off the same walk: a tag with an association
+ * the viewer may see has a non-empty list; otherwise it is visible only as an emotion or a tag with no association at
+ * all. (tagVisibleTo's own subqueries made PostgreSQL plan for 4 ms of each 6 ms call.)
  */
 export async function findVisibleTagWithAssociations(
   db: Db,
@@ -50,10 +54,10 @@ export async function findVisibleTagWithAssociations(
   uuid: string,
   viewer: string | null,
   perTag: number,
-): Promise<{ row: TagRow; associations: string[] } | undefined> {
+): Promise<VisibleTag | undefined> {
   const found = await db
     .selectFrom('tags')
-    // A lookup by primary key: PostgreSQL planned it in 0.28 ms and ran it in 0.17 (docs/decisions.md).
+    // A lookup by primary key, prepared where PostgreSQL runs it alone (docs/decisions.md).
     .modifyFront(PREPARED)
     .selectAll()
     .select(newestAssociationsOf(dialect, 'tags.uuid', perTag, viewer).as('associations'))
@@ -66,7 +70,7 @@ export async function findVisibleTagWithAssociations(
 /** A tag row read with its newest visible associations and visibleWithoutUse, if the viewer may see the tag. */
 function visibleTagOf(
   found: TagRow & { associations: string | null; unused_or_emotion: unknown },
-): { row: TagRow; associations: string[] } | undefined {
+): VisibleTag | undefined {
   const { associations, unused_or_emotion, ...row } = found;
   const visibleAssociations = splitUuids(associations);
   if (visibleAssociations.length === 0 && !unused_or_emotion) return undefined;
@@ -89,11 +93,12 @@ export async function findVisibleTagsForViewersPg(
   db: Db,
   reads: TagViewerRead[],
   perTag: number,
-): Promise<Map<number, { row: TagRow; associations: string[] }>> {
-  const out = new Map<number, { row: TagRow; associations: string[] }>();
+): Promise<Map<number, VisibleTag>> {
+  const out = new Map<number, VisibleTag>();
   if (reads.length === 0) return out;
   const viewer = sql<string | null>`k.viewer`;
-  type Found = TagRow & { i: string; associations: string | null; unused_or_emotion: unknown };
+  // The ordinality is a bigint, which the pool's parser gives as a number.
+  type Found = TagRow & { i: number | string; associations: string | null; unused_or_emotion: unknown };
   // The text starts with the mark, as a prepared select must.
   const { rows } = await sql<Found>`select ${PREPARED} t.*, k.i,
       ${newestAssociationsOf('postgres', 't.uuid', perTag, viewer)} as associations,
