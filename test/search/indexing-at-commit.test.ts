@@ -5,6 +5,7 @@ import { nowIso, uuidv7 } from '../../src/db/time.ts';
 import { deletePostRow, insertPost, updatePostRow } from '../../src/modules/post/post.repository.ts';
 import { reindex } from '../../src/modules/search/search.service.ts';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { fts5Structure } from './fts5-structure.ts';
 import { call } from './world.ts';
 
 // docs/search.md, "Indexing at group commit": on SQLite a group of concurrent writes indexes its documents once, just
@@ -18,29 +19,10 @@ for (const dialect of testDialects()) {
         (i: { uuid: string }) => i.uuid,
       );
     /** SQLite: leaf pages FTS5 has written to each text table since it was created (its structure's counter). */
-    const leavesWritten = async () => {
-      const counts: number[] = [];
-      for (const table of ['search_fts_data', 'search_fts_en_data']) {
-        const { rows } = await sql<{
-          block: Uint8Array;
-        }>`select block from ${sql.table(table)} where id = 10`.execute(t.ctx.db);
-        const block = rows[0]?.block ?? assert.fail(`no structure record in ${table}`);
-        // A 4-byte cookie, then varints: levels, segments, writes.
-        let at = 4;
-        const varint = () => {
-          let value = 0;
-          for (;;) {
-            const byte = block[at++] ?? assert.fail('a truncated structure record');
-            value = value * 128 + (byte & 0x7f);
-            if (byte < 0x80) return value;
-          }
-        };
-        varint();
-        varint();
-        counts.push(varint());
-      }
-      return counts;
-    };
+    const leavesWritten = async () => [
+      (await fts5Structure(t, 'search_fts')).writes,
+      (await fts5Structure(t, 'search_fts_en')).writes,
+    ];
     /** SQLite: both text tables are sound, hold every document of search_docs and no other, and none waits. */
     const assertIndexConsistent = async () => {
       if (dialect.name !== 'sqlite') return;

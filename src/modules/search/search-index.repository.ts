@@ -228,6 +228,126 @@ async function rewindDocIds(db: Db): Promise<void> {
   }
 }
 
+/**
+ * Lifts of an FTS5 table's levels before a rebuild loads it (liftFtsLevels): after them the table has had 2 *
+ * FTS_LIFTS levels, and the rebuild's final `optimize` leaves its one segment on level 2 * FTS_LIFTS + 1. FTS5 merges
+ * a level's segments into the next level once it holds four, a step at a time, slowly when one of them is large; a
+ * level that reaches sixteen segments is merged in one step, and a merge under way there is finished at once (its
+ * crisis merge). A rebuild used to leave its one large segment on level 0 to 3; the API's commits, a small segment
+ * each, climbed there within seconds of posts, and a crisis merge then rewrote that segment inside one COMMIT on the
+ * event loop (2.1-2.9 s on the 1,000,000-post world; docs/search.md, "Keeping the index compact"). Each level's
+ * segments are merged from four of the level below, so a commit's segment reaches level n only after about 4^n
+ * commits; `search compact` merges them into the large one in its own process, in steps that each hold the write
+ * lock about 100 ms at most (MERGE_STEP_PAGES).
+ */
+const FTS_LIFTS = 10;
+
+/** The indexed columns of each FTS5 table (migration 0002's CREATE VIRTUAL TABLE), which its placeholders fill. */
+const FTS_COLUMNS: Record<(typeof FTS_TABLES)[number], readonly string[]> = {
+  search_fts: ['kind', 'title', 'body'],
+  search_fts_en: ['kind', 'title', 'body'],
+  search_names_tri: ['name_fold'],
+};
+
+/**
+ * While each FTS5 table of the index is empty, raises its levels with FTS_LIFTS + 1 placeholder rows (rowids below
+ * every document's), each followed by an `optimize`, then deletes them: the rebuild's final `optimize` merges
+ * everything into one segment and drops the placeholders with their deletion markers. An `optimize` of segments on two
+ * levels or more gathers them on a new level and merges that into the next, two above the highest the table had. The
+ * first placeholder is wide (2,000 words): FTS5 moves a higher segment down to a new segment's level when it is no
+ * larger (fts5StructurePromote), which kept one-word placeholders on level 1.
+ */
+async function liftFtsLevels(db: Db): Promise<void> {
+  const wide = Array.from({ length: 2000 }, (_, i) => `lift${i}`).join(' ');
+  for (const table of FTS_TABLES) {
+    const placeholders: [number, string][] = [[-FTS_LIFTS - 1, wide]];
+    for (let rowid = -FTS_LIFTS; rowid <= -1; rowid++) placeholders.push([rowid, 'lift']);
+    for (const [rowid, text] of placeholders) {
+      await placeholderRow(table, rowid, text, false).execute(db);
+      await ftsOptimize(table).execute(db);
+    }
+    for (const [rowid, text] of placeholders) await placeholderRow(table, rowid, text, true).execute(db);
+  }
+}
+
+/** A placeholder row of liftFtsLevels in one of FTS_TABLES, written or deleted: `text` in its last column. */
+function placeholderRow(
+  table: (typeof FTS_TABLES)[number],
+  rowid: number,
+  text: string,
+  deleting: boolean,
+): RawBuilder<unknown> {
+  const columns = FTS_COLUMNS[table];
+  const names = sql.join(columns.map((c) => sql.ref(c)));
+  const values = sql.join(columns.map((_, i) => (i === columns.length - 1 ? text : '')));
+  return deleting
+    ? sql`insert into ${sql.table(table)}(${sql.ref(table)}, rowid, ${names})
+        values ('delete', ${rowidValue(rowid)}, ${values})`
+    : sql`insert into ${sql.table(table)}(rowid, ${names}) values (${rowidValue(rowid)}, ${values})`;
+}
+
+/**
+ * The rebuild's final `optimize` of one of FTS_TABLES, leaving its one segment above the levels the API's commits
+ * reach. An `optimize` puts its segment above the levels liftFtsLevels made only when the segments it merges lie on
+ * two levels or more; when the load left them all on one, its segment lands on the next, and a placeholder written and
+ * deleted beside it gives a second `optimize` the two levels (one more rewrite of the table). An empty table is left
+ * as it is.
+ */
+async function optimizeAboveCommits(db: Db, table: (typeof FTS_TABLES)[number]): Promise<void> {
+  await ftsOptimize(table).execute(db);
+  const level = await highestSegmentLevel(db, table);
+  if (level < 0 || level >= 2 * FTS_LIFTS) return;
+  await placeholderRow(table, -1, 'lift', false).execute(db);
+  await placeholderRow(table, -1, 'lift', true).execute(db);
+  await ftsOptimize(table).execute(db);
+}
+
+/**
+ * The highest level holding a segment of one of FTS_TABLES, read from FTS5's structure record (rowid 10 of its
+ * `_data` table: a 4-byte cookie, then varints: levels, segments, the write counter, and per level the segments in a
+ * merge, their count and three numbers per segment). -1 for an empty index or a format this does not read (FTS5's
+ * second, written only by tables with `contentless_delete=1`).
+ */
+async function highestSegmentLevel(db: Db, table: (typeof FTS_TABLES)[number]): Promise<number> {
+  const { rows } = await sql<{ block: Uint8Array }>`select block from ${sql.table(`${table}_data`)}
+    where id = 10`.execute(db);
+  const block = rows[0]?.block;
+  if (!block || block.length < 5) return -1;
+  if (block[4] === 0xff) return -1;
+  const at = { offset: 4 };
+  const levels = readVarint(block, at);
+  readVarint(block, at);
+  readVarint(block, at);
+  let highest = -1;
+  for (let level = 0; level < levels; level++) {
+    readVarint(block, at);
+    const segments = readVarint(block, at);
+    for (let i = 0; i < 3 * segments; i++) readVarint(block, at);
+    if (segments > 0) highest = level;
+  }
+  return highest;
+}
+
+/** Reads SQLite's varint (groups of 7 bits, most significant first, the ninth byte whole) at `at.offset`. */
+function readVarint(block: Uint8Array, at: { offset: number }): number {
+  let value = 0;
+  for (let i = 0; i < 9; i++) {
+    const byte = block[at.offset++] ?? 0;
+    if (i === 8) return value * 256 + byte;
+    value = value * 128 + (byte & 0x7f);
+    if (!(byte & 0x80)) return value;
+  }
+  return value;
+}
+
+/**
+ * FTS5's `optimize` of one of FTS_TABLES: its segments merged into one, on the next level when they share one, else two
+ * levels above the highest the table has had.
+ */
+function ftsOptimize(table: (typeof FTS_TABLES)[number]): RawBuilder<unknown> {
+  return sql`insert into ${sql.table(table)}(${sql.ref(table)}) values ('optimize')`;
+}
+
 /** FTS5's own default for the terms a table holds in memory before it writes them as a segment (`hashsize`). */
 const FTS5_DEFAULT_HASH_BYTES = 1024 * 1024;
 
@@ -249,7 +369,8 @@ async function setFtsHashSize(db: Db, bytes: number): Promise<void> {
 
 /**
  * Rebuilds the index from the base tables (recovery): documents inserted in creation order so "newest" stays
- * meaningful, names of users, networks and hashtags, and on SQLite the FTS5 structures from scratch. Runs in the
+ * meaningful, names of users, networks and hashtags, and on SQLite the FTS5 structures from scratch, each table ending
+ * as one segment above the levels the API's commits reach (liftFtsLevels, optimizeAboveCommits). Runs in the
  * caller's transaction (`db` is one): a failed rebuild must leave neither a half index nor a raised `hashsize`.
  */
 export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: number; names: number }> {
@@ -278,6 +399,7 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
     await sql.raw(`insert into search_fts(search_fts) values ('rebuild')`).execute(db);
     await sql.raw(`insert into search_fts_en(search_fts_en) values ('rebuild')`).execute(db);
     await sql.raw(`insert into search_names_tri(search_names_tri) values ('rebuild')`).execute(db);
+    await liftFtsLevels(db);
     await setFtsHashSize(db, REBUILD_HASH_BYTES);
   }
   await sql
@@ -297,8 +419,7 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
   if (dialect === 'sqlite') {
     // On a group-committed connection the documents above only wait to be indexed: index them before optimizing.
     for (const statement of FLUSH_PENDING_SEARCH_DOCS) await sql.raw(statement).execute(db);
-    await sql.raw(`insert into search_fts(search_fts) values ('optimize')`).execute(db);
-    await sql.raw(`insert into search_fts_en(search_fts_en) values ('optimize')`).execute(db);
+    for (const table of FTS_TABLES) await optimizeAboveCommits(db, table);
     await setFtsHashSize(db, FTS5_DEFAULT_HASH_BYTES);
   }
   const docs = await sql<{ n: number }>`select count(*) as n from search_docs`.execute(db);
