@@ -235,7 +235,7 @@ async function rewindDocIds(db: Db): Promise<void> {
  * level that reaches sixteen segments is merged in one step, and a merge under way there is finished at once (its
  * crisis merge). A rebuild used to leave its one large segment on level 0 to 3; the API's commits, a small segment
  * each, climbed there within seconds of posts, and a crisis merge then rewrote that segment inside one COMMIT on the
- * event loop (2.1-2.9 s on the 1,000,000-post world; docs/search.md, "Keeping the index compact"). Each level's
+ * event loop (2.0-2.9 s on the 1,000,000-post world; docs/search.md, "Keeping the index compact"). Each level's
  * segments are merged from four of the level below, so a commit's segment reaches level n only after about 4^n
  * commits; `search compact` merges them into the large one in its own process, in steps that each hold the write
  * lock about 100 ms at most (MERGE_STEP_PAGES).
