@@ -20,6 +20,15 @@ function ftsCommand(table: (typeof FTS_TABLES)[number], name: string, value: num
   return sql`insert into ${sql.table(table)}(${sql.ref(table)}, rank) values (${name}, ${rowidValue(value)})`;
 }
 /**
+ * An FTS5 command without a value on one of FTS_TABLES: `rebuild` (the index from its content table, here emptied) or
+ * `optimize` (its segments merged into one, on the next level when they share one, else two levels above the highest
+ * the table has had).
+ */
+function ftsAction(table: (typeof FTS_TABLES)[number], name: 'rebuild' | 'optimize'): RawBuilder<unknown> {
+  return sql`insert into ${sql.table(table)}(${sql.ref(table)}) values (${name})`;
+}
+
+/**
  * Leaf pages one merge step may write. Each step is a transaction of its own holding the write lock: 2,000 pages
  * held it up to 440 ms on the 1,000,000-post world, so 500 keep the API's writes waiting about 100 ms at most.
  */
@@ -264,7 +273,7 @@ async function liftFtsLevels(db: Db): Promise<void> {
     for (let rowid = -FTS_LIFTS; rowid <= -1; rowid++) placeholders.push([rowid, 'lift']);
     for (const [rowid, text] of placeholders) {
       await placeholderRow(table, rowid, text, false).execute(db);
-      await ftsOptimize(table).execute(db);
+      await ftsAction(table, 'optimize').execute(db);
     }
     for (const [rowid, text] of placeholders) await placeholderRow(table, rowid, text, true).execute(db);
   }
@@ -294,12 +303,12 @@ function placeholderRow(
  * as it is.
  */
 async function optimizeAboveCommits(db: Db, table: (typeof FTS_TABLES)[number]): Promise<void> {
-  await ftsOptimize(table).execute(db);
+  await ftsAction(table, 'optimize').execute(db);
   const level = await highestSegmentLevel(db, table);
   if (level < 0 || level >= 2 * FTS_LIFTS) return;
   await placeholderRow(table, -1, 'lift', false).execute(db);
   await placeholderRow(table, -1, 'lift', true).execute(db);
-  await ftsOptimize(table).execute(db);
+  await ftsAction(table, 'optimize').execute(db);
 }
 
 /**
@@ -338,14 +347,6 @@ function readVarint(block: Uint8Array, at: { offset: number }): number {
     if (!(byte & 0x80)) return value;
   }
   return value;
-}
-
-/**
- * FTS5's `optimize` of one of FTS_TABLES: its segments merged into one, on the next level when they share one, else two
- * levels above the highest the table has had.
- */
-function ftsOptimize(table: (typeof FTS_TABLES)[number]): RawBuilder<unknown> {
-  return sql`insert into ${sql.table(table)}(${sql.ref(table)}) values ('optimize')`;
 }
 
 /** FTS5's own default for the terms a table holds in memory before it writes them as a segment (`hashsize`). */
@@ -396,9 +397,7 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
   }
   if (dialect === 'sqlite') {
     // 'rebuild' after the deletes empties the FTS5 structures whatever state they were in.
-    await sql.raw(`insert into search_fts(search_fts) values ('rebuild')`).execute(db);
-    await sql.raw(`insert into search_fts_en(search_fts_en) values ('rebuild')`).execute(db);
-    await sql.raw(`insert into search_names_tri(search_names_tri) values ('rebuild')`).execute(db);
+    for (const table of FTS_TABLES) await ftsAction(table, 'rebuild').execute(db);
     await liftFtsLevels(db);
     await setFtsHashSize(db, REBUILD_HASH_BYTES);
   }
