@@ -16,28 +16,36 @@ export interface Fts5Structure {
   segments: Fts5Segment[];
 }
 
-/**
- * Reads an SQLite table's FTS5 structure record (rowid 10 of its `_data` table, format 1): a 4-byte cookie, then
- * varints: levels, segments, leaf pages written, and per level the segments in a merge, their count and three numbers
- * per segment (id, first and last page).
- */
-export async function fts5Structure(t: TestApp, table: string): Promise<Fts5Structure> {
+/** One record of an SQLite table's FTS5 `_data` table. */
+async function dataRecord(t: TestApp, table: string, id: number): Promise<Uint8Array> {
   const { rows } = await sql<{ block: Uint8Array }>`select block from ${sql.table(`${table}_data`)}
-    where id = 10`.execute(t.ctx.db);
-  const block = rows[0]?.block ?? assert.fail(`no structure record in ${table}_data`);
-  assert.notEqual(block[4], 0xff, `${table}: a structure record of FTS5's second format`);
-  let at = 4;
-  // SQLite's varint: groups of 7 bits, most significant first, the ninth byte whole.
-  const varint = () => {
+    where id = ${id}`.execute(t.ctx.db);
+  return rows[0]?.block ?? assert.fail(`no record ${id} in ${table}_data`);
+}
+
+/** A reader of a record's varints from `at` on (SQLite's: groups of 7 bits, most significant first, the ninth whole). */
+function varints(block: Uint8Array, at: number): () => number {
+  return () => {
     let value = 0;
     for (let i = 0; i < 9; i++) {
-      const byte = block[at++] ?? assert.fail(`${table}: a truncated structure record`);
+      const byte = block[at++] ?? assert.fail('a truncated FTS5 record');
       if (i === 8) return value * 256 + byte;
       value = value * 128 + (byte & 0x7f);
       if (byte < 0x80) return value;
     }
     return value;
   };
+}
+
+/**
+ * Reads an SQLite table's FTS5 structure record (rowid 10 of its `_data` table, format 1): a 4-byte cookie, then
+ * varints: levels, segments, leaf pages written, and per level the segments in a merge, their count and three numbers
+ * per segment (id, first and last page).
+ */
+export async function fts5Structure(t: TestApp, table: string): Promise<Fts5Structure> {
+  const block = await dataRecord(t, table, 10);
+  assert.notEqual(block[4], 0xff, `${table}: a structure record of FTS5's second format`);
+  const varint = varints(block, 4);
   const levels = varint();
   varint();
   const writes = varint();
@@ -53,4 +61,9 @@ export async function fts5Structure(t: TestApp, table: string): Promise<Fts5Stru
     }
   }
   return { levels, writes, segments };
+}
+
+/** The rows an SQLite table's FTS5 index counts as indexed: the first varint of its totals record (rowid 1). */
+export async function fts5RowsIndexed(t: TestApp, table: string): Promise<number> {
+  return varints(await dataRecord(t, table, 1), 0)();
 }
