@@ -226,7 +226,9 @@ export function parseListQuery(
 
   const uuids = parseUuidList('uuids', query.uuids, details);
 
-  const filterby = query.filterby;
+  // The spec: when uuids is given, every other filter is ignored, so it is not read at all (an unknown property
+  // there is no 400).
+  const filterby = uuids ? undefined : query.filterby;
   if (filterby !== undefined) {
     if (!isPlainRecord(filterby)) {
       details.push({ field: 'filterby', message: 'write filterby[PROPERTY][OP]=VALUE' });
@@ -291,8 +293,7 @@ export function parseListQuery(
       details,
     );
   }
-  // The spec: when uuids is given, every other filter is ignored.
-  return { ...window, sort, filters: uuids ? [] : filters, uuids };
+  return { ...window, sort, filters, uuids };
 }
 
 /**
