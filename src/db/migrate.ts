@@ -36,6 +36,7 @@ import { searchRestrictedLanguageMigration } from './migrations/0032-search-rest
 import { searchWordStatisticsMigration } from './migrations/0033-search-word-statistics.ts';
 import { searchNotMessagesIndexMigration } from './migrations/0034-search-not-messages-index.ts';
 import { searchMediaGinMigration } from './migrations/0035-search-media-gin.ts';
+import { associationUpdatedIndexMigration } from './migrations/0036-association-updated-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -75,6 +76,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0033-search-word-statistics': searchWordStatisticsMigration(dialect),
     '0034-search-not-messages-index': searchNotMessagesIndexMigration(dialect),
     '0035-search-media-gin': searchMediaGinMigration(dialect),
+    '0036-association-updated-index': associationUpdatedIndexMigration(dialect),
   };
 }
 

@@ -32,6 +32,7 @@ export const ASSOCIATION_WHITELIST: Whitelist = {
   target_uuid: { column: 'target_uuid', type: 'uuid' },
   target_type: { column: 'target_type', type: 'enum', values: TARGET_TYPES },
   created_at: { column: 'created_at', type: 'datetime' },
+  updated_at: { column: 'updated_at', type: 'datetime' },
 };
 
 // The audiences an owner sees of their own besides public ones (`none`, a missing target, is seen by no one). A

@@ -1,0 +1,23 @@
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from '../database.ts';
+
+/**
+ * The tag association list sorts and filters by `updated_at` too (the spec: "Properties are those of the listed
+ * resource", and every association carries it). One index in the shape of migration 0004's, so `sortby[updated_at]`
+ * walks it instead of sorting the whole table: `(updated_at, uuid)`, the sort column NULLS FIRST on PostgreSQL as
+ * there (the list engine orders `asc nulls first` or `desc nulls last`, a forward or a backward scan). No per-tag or
+ * per-user variant: filtered by a tag or a user, the list reads that tag's or user's rows through their own index
+ * and sorts them. One more entry per association written.
+ */
+export function associationUpdatedIndexMigration(dialect: Dialect) {
+  const nullsFirst = dialect === 'postgres' ? ' NULLS FIRST' : '';
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await sql
+        .raw(
+          `CREATE INDEX IF NOT EXISTS tag_associations_updated_uuid ON tag_associations (updated_at${nullsFirst}, uuid)`,
+        )
+        .execute(db);
+    },
+  };
+}
