@@ -87,10 +87,13 @@ export async function findHashtagsByPrefix(
   offset: number,
   limit: number,
 ): Promise<string[]> {
-  const dir = sql.raw(order.direction === 'asc' ? 'asc' : 'desc');
+  const asc = order.direction === 'asc';
+  const dir = sql.raw(asc ? 'asc' : 'desc');
+  // Most relevant first is the exact key, then the most used, then by name; `relevance:asc` reverses every key.
+  const rev = sql.raw(asc ? 'desc' : 'asc');
   const orderBy =
     order.column === 'relevance'
-      ? sql`case when t.name_key = ${prefix} then 0 else 1 end asc, t.associations_count desc, t.name_key asc, t.uuid asc`
+      ? sql`case when t.name_key = ${prefix} then 0 else 1 end ${rev}, t.associations_count ${dir}, t.name_key ${rev}, t.uuid ${rev}`
       : sql`${sql.ref(`t.${order.column}`)} ${dir}, t.uuid ${dir}`;
   // Prepared on PostgreSQL: one index range and a sort whatever the prefix and the viewer, where planning the
   // visibility's five probes cost 60 times their run.
