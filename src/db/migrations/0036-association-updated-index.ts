@@ -18,6 +18,9 @@ export function associationUpdatedIndexMigration(dialect: Dialect) {
           `CREATE INDEX IF NOT EXISTS tag_associations_updated_uuid ON tag_associations (updated_at${nullsFirst}, uuid)`,
         )
         .execute(db);
+      // SQLite's planner weighs an index by its row in sqlite_stat1, as migration 0004's ANALYZE gave the others;
+      // PostgreSQL's statistics are per column and already hold updated_at.
+      if (dialect !== 'postgres') await sql`ANALYZE tag_associations_updated_uuid`.execute(db);
     },
   };
 }
