@@ -13,7 +13,6 @@ import type { Dialect } from '../database.ts';
  * one extends (same leading columns) are dropped so every write does not maintain both.
  */
 export function listIndexesMigration(dialect: Dialect) {
-  const nullsFirst = dialect === 'postgres' ? ' NULLS FIRST' : '';
   // [name, table, equality columns, sort column or null (uuid order only)]
   const indexes: [string, string, string[], string | null][] = [
     // GET /tags (63,000 rows in the 1,000,000-post world): every sortable property, alone or under tag_type.
@@ -69,10 +68,7 @@ export function listIndexesMigration(dialect: Dialect) {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       for (const [name, table, eq, sortColumn] of indexes) {
-        // Equality columns are NULLS FIRST too: without a sort column they are the sort (sortby[tag_type]).
-        const columns = [...eq, ...(sortColumn ? [sortColumn] : [])].map((c) => `${c}${nullsFirst}`);
-        columns.push('uuid');
-        await sql.raw(`CREATE INDEX IF NOT EXISTS ${name} ON ${table} (${columns.join(', ')})`).execute(db);
+        await sql.raw(listIndexDdl(dialect, name, table, eq, sortColumn)).execute(db);
       }
       for (const name of dropped) await sql.raw(`DROP INDEX IF EXISTS ${name}`).execute(db);
       // Fresh statistics of these tables so the planners weigh the new indexes right away.
@@ -81,4 +77,22 @@ export function listIndexesMigration(dialect: Dialect) {
       }
     },
   };
+}
+
+/**
+ * The CREATE INDEX of a list index in the shape above: equality columns, then the sort column if any, then uuid;
+ * each but uuid NULLS FIRST on PostgreSQL (equality columns too: without a sort column they are the sort, as in
+ * sortby[tag_type]). Names and columns are this code's own constants, never a request's.
+ */
+export function listIndexDdl(
+  dialect: Dialect,
+  name: string,
+  table: string,
+  eq: string[],
+  sortColumn: string | null,
+): string {
+  const nullsFirst = dialect === 'postgres' ? ' NULLS FIRST' : '';
+  const columns = [...eq, ...(sortColumn ? [sortColumn] : [])].map((c) => `${c}${nullsFirst}`);
+  columns.push('uuid');
+  return `CREATE INDEX IF NOT EXISTS ${name} ON ${table} (${columns.join(', ')})`;
 }

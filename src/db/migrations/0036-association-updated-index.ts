@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../database.ts';
+import { listIndexDdl } from './0004-list-indexes.ts';
 
 /**
  * The tag association list sorts and filters by `updated_at` too (the spec: "Properties are those of the listed
@@ -10,13 +11,10 @@ import type { Dialect } from '../database.ts';
  * and sorts them. One more entry per association written.
  */
 export function associationUpdatedIndexMigration(dialect: Dialect) {
-  const nullsFirst = dialect === 'postgres' ? ' NULLS FIRST' : '';
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await sql
-        .raw(
-          `CREATE INDEX IF NOT EXISTS tag_associations_updated_uuid ON tag_associations (updated_at${nullsFirst}, uuid)`,
-        )
+        .raw(listIndexDdl(dialect, 'tag_associations_updated_uuid', 'tag_associations', [], 'updated_at'))
         .execute(db);
       // SQLite's planner weighs an index by its row in sqlite_stat1, as migration 0004's ANALYZE gave the others;
       // PostgreSQL's statistics are per column and already hold updated_at.
