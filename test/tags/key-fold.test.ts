@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { refoldTagKeys } from '../../src/db/migrations/0015-tag-key-fold.ts';
 import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { associationsOf, createPost, findTag, get } from './support.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // docs/decisions.md, "Tag keys fold like search".
 for (const dialect of testDialects()) {

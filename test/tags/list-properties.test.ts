@@ -3,10 +3,10 @@
 // filter, even one it would refuse on its own.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost, get } from './support.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const uuidsOf = (b: { data: { uuid: string }[] }) => b.data.map((x) => x.uuid);
 
 for (const dialect of testDialects()) {

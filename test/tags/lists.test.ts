@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createQueryId } from 'kysely';
 import { findNewestAssociationUuids } from '../../src/modules/tag-association/tag-association.repository.ts';
 import {
@@ -13,7 +14,6 @@ import {
 import { createPost, findTag, get } from './support.ts';
 
 const names = (b: { data: { name: string }[] }) => b.data.map((x) => x.name);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const dialect of testDialects()) {
   describe(`tag and tag association lists [${dialect.name}]`, () => {
