@@ -1,5 +1,6 @@
 // CPU time from Linux's /proc/PID/stat and /proc/PID/task/TID/stat (proc(5)), for bench/run.ts and
 // bench/reader-handoff.ts.
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** sysconf(_SC_CLK_TCK): 100 on every Linux Node runs on. */
 export const CLOCK_TICKS = 100;
@@ -10,4 +11,28 @@ export function statTicks(stat: string): number {
   // are the 12th and 13th of them (fields 14 and 15 of proc(5)).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]);
+}
+
+/**
+ * CPU time, in seconds, of every process on this machine named `postgres` (the postmaster, its backends and its
+ * background workers), or NaN where /proc cannot be read. A PostgreSQL server elsewhere counts as 0.
+ */
+export function postgresCpuSeconds(): number {
+  let ticks = 0;
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return Number.NaN;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'postgres') ticks += statTicks(stat);
+    } catch {
+      // the process ended between the listing and the read
+    }
+  }
+  return ticks / CLOCK_TICKS;
 }

@@ -17,7 +17,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { compactIndex, vacuumWithIndexes } from '../src/modules/search/search-index.repository.ts';
 import { searchTuning } from '../src/modules/search/search-ranking.service.ts';
 import { warmDatabase } from './page-cache.ts';
-import { CLOCK_TICKS, statTicks } from './proc-stat.ts';
+import { CLOCK_TICKS, postgresCpuSeconds, statTicks } from './proc-stat.ts';
 import { BENCH_POST_TEXT, NO_CACHE, type Scenario, scenarios, TAG_READ } from './scenarios.ts';
 
 interface Options {
@@ -122,6 +122,7 @@ function floorRow(name: string, result: autocannon.Result, ratio: string): Row {
     rss: Number.NaN,
     elP99: Number.NaN,
     cpuUs: Number.NaN,
+    dbCpuUs: Number.NaN,
     ratio,
   };
 }
@@ -217,6 +218,8 @@ interface Row {
   elP99: number;
   /** The API's CPU time (all its processes and threads) per request of the scenario, in microseconds. */
   cpuUs: number;
+  /** On PostgreSQL, the server's CPU time (every `postgres` process here) per request, in microseconds. */
+  dbCpuUs: number;
   ratio: string;
 }
 
@@ -438,6 +441,8 @@ async function main(): Promise<void> {
   const world = await seedIfEmpty(opts);
   console.log(world);
   const warmed = opts.warm ? await warm(opts.db) : undefined;
+  // The API's column counts SQLite's work (it runs inside the API); PostgreSQL's runs in its own processes.
+  const dbCpuSeconds = opts.db.startsWith('sqlite:') ? () => Number.NaN : postgresCpuSeconds;
   if (warmed) console.log(`warmed the database: ${warmed}`);
   const env = {
     DATABASE_URL: opts.db,
@@ -520,6 +525,7 @@ async function main(): Promise<void> {
       await drain(base);
       await eventLoopP99Ms(); // reading the metric resets its window
       const cpuBefore = cpuSeconds(api.pid as number);
+      const dbCpuBefore = dbCpuSeconds();
       const [r, other] = await Promise.all([
         drive(`${base}${s.path}`, s),
         beside ? drive(`${base}${beside.scenario.path}`, beside.scenario, beside.connections) : undefined,
@@ -543,6 +549,7 @@ async function main(): Promise<void> {
         rss,
         elP99: el,
         cpuUs: Math.round(((cpuSeconds(api.pid as number) - cpuBefore) * 1e6) / served),
+        dbCpuUs: Math.round(((dbCpuSeconds() - dbCpuBefore) * 1e6) / served),
         ratio: s.method === 'POST' ? '-' : (r.requests.average / floorRps).toFixed(2),
       };
       if (other) row.name = `${s.name} (${Math.round(other.requests.average)} posts/s beside)`;
@@ -599,11 +606,11 @@ async function main(): Promise<void> {
         : []),
       `API workers: ${opts.workers}. Latencies are autocannon's (whole milliseconds); errors are requests autocannon gave up on after 10 s. Run took ${Math.round((Date.now() - started) / 1000)} s, finished ${new Date().toISOString()}.`,
       '',
-      '| scenario | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | API RSS MB | event-loop p99 ms | API CPU µs/request | ratio to floor |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      '| scenario | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | API RSS MB | event-loop p99 ms | API CPU µs/request | PostgreSQL CPU µs/request | ratio to floor |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows.map(
         (r) =>
-          `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.max} | ${r.errors} | ${r.non2xx} | ${Number.isNaN(r.rss) ? '-' : r.rss} | ${Number.isNaN(r.elP99) ? '-' : r.elP99} | ${Number.isNaN(r.cpuUs) ? '-' : r.cpuUs} | ${r.ratio} |`,
+          `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.max} | ${r.errors} | ${r.non2xx} | ${Number.isNaN(r.rss) ? '-' : r.rss} | ${Number.isNaN(r.elP99) ? '-' : r.elP99} | ${Number.isNaN(r.cpuUs) ? '-' : r.cpuUs} | ${Number.isNaN(r.dbCpuUs) ? '-' : r.dbCpuUs} | ${r.ratio} |`,
       ),
       '',
       `Read scenarios together: ${reads.reduce((s, r) => s + r.rps, 0)} req/s summed over ${reads.length} scenarios.`,
