@@ -197,6 +197,37 @@ for (const dialect of testDialects()) {
       await assertConsistent();
     });
 
+    it("a deleted user's reactions are taken back from the authors they paid, with emotionRemoved", async () => {
+      const author = await t.createUser();
+      const leaving = await t.createUser();
+      const post = await d.createPost(author);
+      const comment = await d.createComment(author, post);
+      await d.react(leaving, 'post', post, author.uuid, 'like');
+      await d.react(leaving, 'comment', comment, author.uuid, 'love');
+      await d.react(bob, 'post', post, author.uuid, 'like');
+      assert.equal(await storedKarma(t, author.uuid), 6);
+
+      const res = await t.inject({
+        method: 'POST',
+        url: `/users/${leaving.uuid}/delete`,
+        token: leaving.token,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      // The post and comment grants stay, as does bob's reaction; the leaving user's two points go.
+      assert.equal(await storedKarma(t, author.uuid), 4);
+      const removed = (await ledger(t, author.uuid)).filter((r) => r.event === 'emotionRemoved');
+      assert.deepEqual(
+        removed.map((r) => [r.karma_type, Number(r.points), r.target_uuid, r.target_type]).sort(),
+        [
+          ['subtract', 1, comment, 'comment'],
+          ['subtract', 1, post, 'post'],
+        ].sort(),
+      );
+      const karma = await t.inject({ method: 'GET', url: `/users/${author.uuid}`, token: author.token });
+      assert.equal(body(karma).data.karma, 4);
+      await assertConsistent();
+    });
+
     it('reacting to one own content earns nothing, and removing that reaction writes nothing', async () => {
       const u = await t.createUser();
       const post = await d.createPost(u);

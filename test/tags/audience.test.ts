@@ -219,6 +219,42 @@ for (const dialect of testDialects()) {
       await expectSeenBy(tag, assoc.uuid, ['alice', 'carol']);
     });
 
+    it("a deleted user's messages take the other party's associations and their count along", async () => {
+      const leaving = await t.createUser();
+      const message = await call('POST', '/messages', leaving.token, {
+        recipient_uuid: carol.uuid,
+        body: 'so long',
+      });
+      const tag = await call('POST', '/tags/create', carol.token, {
+        name: 'farewellnote',
+        tag_type: 'hashtag',
+      });
+      const assoc = await call('POST', '/tag-association', carol.token, {
+        tag_uuid: tag.uuid,
+        target_uuid: message.uuid,
+        target_type: 'messages',
+      });
+      await expectSeenBy(tag, assoc.uuid, ['carol']);
+      await call('POST', `/users/${leaving.uuid}/delete`, leaving.token);
+
+      const stored = await t.ctx.db
+        .selectFrom('tag_associations')
+        .select('uuid')
+        .where('tag_uuid', '=', tag.uuid)
+        .execute();
+      assert.deepEqual(stored, [], 'the association went with the message');
+      const own = await t.inject({
+        method: 'GET',
+        url: `/tags/${tag.uuid}`,
+        token: carol.token,
+        headers: { 'cache-control': 'no-cache' },
+      });
+      assert.equal(own.statusCode, 200, own.body);
+      assert.equal(body(own).data.associations_count, 0);
+      const check = await runCheck();
+      assert.equal(check.code, 0, check.out);
+    });
+
     it("a connection's associations are seen by its two sides, by no one once it is deleted", async () => {
       const dave = await t.createUser();
       const connection = await connect(carol, dave);

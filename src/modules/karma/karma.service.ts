@@ -6,7 +6,7 @@ import { turnBatchedReads } from '../../db/turn-batch.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
 import { type ListQuery, lateRowsFor, parseListQuery, type Whitelist } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
-import { type ReactionKind, reactionsOn } from '../tag-association/tag-association.service.ts';
+import { type ReactionKind, reactionsBy, reactionsOn } from '../tag-association/tag-association.service.ts';
 import { findTarget, TARGET_TYPES, type TargetKind } from '../target/target.repository.ts';
 import {
   addToUserKarma,
@@ -208,6 +208,16 @@ export async function compensateReactionsOf(
   for (const source of [...sources].sort()) {
     if (source === target.uuid) continue;
     await compensateKarma(ctx, trx, 'emotionReceived', source, target);
+  }
+}
+
+/**
+ * Takes back what the reactions of a user being deleted gave others: the tags module removes those reactions
+ * without an emotionDeleted each, so the authors' records are compensated here, while the reactions still name them.
+ */
+export async function compensateReactionsBy(ctx: Context, trx: Db, userUuid: string): Promise<void> {
+  for (const r of await reactionsBy(trx, userUuid)) {
+    await compensateKarma(ctx, trx, 'emotionReceived', r.uuid, { uuid: r.target_uuid, type: r.target_type });
   }
 }
 

@@ -5,6 +5,7 @@ import type { KarmaRuleName } from './karma.rules.ts';
 import {
   clearKarmaOfUser,
   compensateKarma,
+  compensateReactionsBy,
   compensateReactionsOf,
   grantKarma,
   karmaRules,
@@ -107,6 +108,7 @@ export async function handleKarmaEvent(ctx: Context, trx: Db, event: DomainEvent
       return;
     }
     case 'userDeleted':
+      await compensateReactionsBy(ctx, trx, event.targetUuid);
       await clearKarmaOfUser(trx, event.targetUuid);
       return;
     default: {

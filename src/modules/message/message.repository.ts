@@ -24,11 +24,14 @@ export async function deleteMessageRow(db: Db, uuid: string): Promise<void> {
   await db.deleteFrom('messages').where('uuid', '=', uuid).execute();
 }
 
-/** Removes every message a user sent or received. */
-export async function deleteMessagesOfUser(db: Db, userUuid: string): Promise<void> {
-  await db
-    .deleteFrom('messages')
+/** Every message a user sent or received, in uuid order; `forUpdate` locks them (PostgreSQL only). */
+export async function findMessagesOfUser(db: Db, userUuid: string, forUpdate = false) {
+  return db
+    .selectFrom('messages')
+    .selectAll()
     .where((eb) => eb.or([eb('user_uuid', '=', userUuid), eb('recipient_uuid', '=', userUuid)]))
+    .orderBy('uuid')
+    .$if(forUpdate, (q) => q.forUpdate())
     .execute();
 }
 

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { type Context, locksRows } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import type { Count } from '../../http/envelope.ts';
 import { invalidField, objectNotFound } from '../../http/errors.ts';
@@ -67,15 +68,20 @@ export async function deleteMessage(ctx: Context, userUuid: string, uuid: string
     // Locked (PostgreSQL), as a post's delete locks the post: an association committing meanwhile goes too.
     const row = await repo.findMessageOfParty(trx, uuid, userUuid, locksRows(ctx));
     if (!row || row.user_uuid !== userUuid) throw objectNotFound('message');
-    await ctx.bus.emit(trx, {
-      name: 'messageDeleted',
-      actorUuid: userUuid,
-      targetUuid: row.uuid,
-      targetType: 'messages',
-      data: { recipient_uuid: row.recipient_uuid },
-    });
-    await repo.deleteMessageRow(trx, row.uuid);
+    await deleteMessageInTrx(ctx, trx, row);
   });
+}
+
+/** Emits messageDeleted (its sender the actor), then removes the row, inside the caller's transaction. */
+async function deleteMessageInTrx(ctx: Context, trx: Db, row: Selectable<MessageTable>): Promise<void> {
+  await ctx.bus.emit(trx, {
+    name: 'messageDeleted',
+    actorUuid: row.user_uuid,
+    targetUuid: row.uuid,
+    targetType: 'messages',
+    data: { recipient_uuid: row.recipient_uuid },
+  });
+  await repo.deleteMessageRow(trx, row.uuid);
 }
 
 /** One page of the messages the caller sent or received, newest first, with the exact total. */
@@ -89,7 +95,13 @@ export async function listMessages(
   return { data: rows.map(toMessage), count: { ...window, total } };
 }
 
-/** Subscribes the message module: a deleted user's sent and received messages go with them. */
+/**
+ * Subscribes the message module: a deleted user's sent and received messages go with them, each with its own
+ * messageDeleted, so what others attached to them (tag associations, and their tags' counts) goes too.
+ */
 export function subscribeMessages(ctx: Context): void {
-  ctx.bus.on(['userDeleted'], async (trx, event) => repo.deleteMessagesOfUser(trx, event.targetUuid));
+  ctx.bus.on(['userDeleted'], async (trx, event) => {
+    for (const row of await repo.findMessagesOfUser(trx, event.targetUuid, locksRows(ctx)))
+      await deleteMessageInTrx(ctx, trx, row);
+  });
 }

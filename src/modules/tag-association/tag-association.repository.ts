@@ -427,6 +427,18 @@ export async function findReactionUuidsOn(db: Db, targetType: string, targetUuid
   return rows.map((r) => r.uuid);
 }
 
+/** The reactions (associations of emotion tags) a user made, with what each is on, in uuid order. */
+export async function findReactionsByUser(db: Db, userUuid: string) {
+  return db
+    .selectFrom('tag_associations as ta')
+    .innerJoin('tags as t', 't.uuid', 'ta.tag_uuid')
+    .select(['ta.uuid', 'ta.target_uuid', 'ta.target_type'])
+    .where('ta.user_uuid', '=', userUuid)
+    .where('t.tag_type', '=', 'emotion')
+    .orderBy('ta.uuid')
+    .execute();
+}
+
 /** The hashtag and mention associations a target's author holds on it (the ones extraction manages). */
 export async function findExtractedAssociations(
   db: Db,

@@ -38,6 +38,7 @@ import {
   findContentTags,
   findContentText,
   findExtractedAssociations,
+  findReactionsByUser,
   findReactionUuidsOn,
   listAssociationRows,
   type MentionedUser,
@@ -579,6 +580,14 @@ export function postTextOf(event: DomainEvent): ContentText | undefined {
 /** The uuids of the reactions on a post or comment (each the source of the karma it gave its author). */
 export async function reactionsOn(trx: Db, kind: ReactionKind, uuid: string): Promise<string[]> {
   return findReactionUuidsOn(trx, kind, uuid);
+}
+
+/** The reactions a user made (each the source of the karma it gave an author), with what each is on. */
+export async function reactionsBy(
+  trx: Db,
+  userUuid: string,
+): Promise<{ uuid: string; target_uuid: string; target_type: string }[]> {
+  return findReactionsByUser(trx, userUuid);
 }
 
 /** Removes every association of a deleted item (and, for a post, of its comments). */
