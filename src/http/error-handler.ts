@@ -216,7 +216,8 @@ const UNAVAILABLE_CODES = new Set([
   'ERR_SQLITE_ERROR',
 ]);
 
-function isUnavailable(err: { code?: unknown; errcode?: unknown; message?: string }): boolean {
+/** Whether an error means the storage cannot answer now (unreachable, busy, full): a 503, never a 500. */
+export function isUnavailable(err: { code?: unknown; errcode?: unknown; message?: string }): boolean {
   const code = typeof err.code === 'string' ? err.code : '';
   if (UNAVAILABLE_CODES.has(code) && code !== 'ERR_SQLITE_ERROR') return true;
   if (code === 'ERR_SQLITE_ERROR') {

@@ -112,10 +112,27 @@ describe('SQLite write lock held by another process', { skip: !sqliteDialect }, 
     other.exec('BEGIN IMMEDIATE');
     try {
       const started = Date.now();
-      const blocked = await post(t, user.token, 'while locked');
+      const [blocked, token] = await Promise.all([
+        post(t, user.token, 'while locked'),
+        // The token endpoint writes the token it issues; its 503 keeps the RFC 6749 shape, as its other errors do.
+        t.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          headers: {
+            authorization: `Basic ${Buffer.from(`${t.client.id}:${t.client.secret}`).toString('base64')}`,
+          },
+          payload: { grant_type: 'client_credentials' },
+        }),
+      ]);
       assert.equal(blocked.statusCode, 503, blocked.body);
       assert.equal(codeOf(blocked), 'unavailable');
       assert.ok(Date.now() - started >= 4000, 'the write waited for the busy timeout first');
+      assert.equal(token.statusCode, 503, token.body);
+      assert.equal(token.headers['retry-after'], '1');
+      assert.deepEqual(JSON.parse(token.body), {
+        error: 'temporarily_unavailable',
+        error_description: 'The service is temporarily unavailable; retry in a moment.',
+      });
       const read = await t.inject({ method: 'GET', url: `/posts/${body(first).data.uuid}`, token: t.guest });
       assert.equal(read.statusCode, 200);
     } finally {

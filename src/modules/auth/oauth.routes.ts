@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context } from '../../context.ts';
-import { validationDetails } from '../../http/error-handler.ts';
+import { isUnavailable, validationDetails } from '../../http/error-handler.ts';
 import { ApiError } from '../../http/errors.ts';
 import { addressKey } from './client-address.ts';
 import type { LoginLimiter } from './login-limiter.ts';
@@ -64,7 +64,7 @@ export default async function oauthRoutes(
   });
 
   app.setErrorHandler(
-    (error: FastifyError & { validation?: Parameters<typeof validationDetails>[0] }, _request, reply) => {
+    (error: FastifyError & { validation?: Parameters<typeof validationDetails>[0] }, request, reply) => {
       if (error instanceof OAuthError) {
         for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
         return reply.status(error.status).send({ error: error.error, error_description: error.message });
@@ -92,6 +92,15 @@ export default async function oauthRoutes(
         return reply
           .status(400)
           .send({ error: 'invalid_request', error_description: 'The request body could not be read.' });
+      }
+      if (isUnavailable(error as never)) {
+        // Answered here: the 503 this route declares is the RFC shape, which the envelope does not fit.
+        request.log.error({ err: error }, 'storage unavailable');
+        reply.header('retry-after', '1');
+        return reply.status(503).send({
+          error: 'temporarily_unavailable',
+          error_description: 'The service is temporarily unavailable; retry in a moment.',
+        });
       }
       // Anything else (413, 415, a bug) gets the app's envelope.
       throw error;
