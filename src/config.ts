@@ -159,7 +159,8 @@ export const variables = {
   },
   PAGE_LIMIT_MAX: {
     default: '100',
-    description: 'Largest accepted `limit` on lists and searches.',
+    description:
+      'Largest accepted `limit` on lists and searches; the default `limit` is 20, or this when smaller.',
     parse: int(1, 1000),
   },
   SEARCH_MAX_OFFSET: {
@@ -169,7 +170,8 @@ export const variables = {
   },
   MEDIA_DIR: {
     default: './data/media',
-    description: 'Folder where uploaded media files are stored.',
+    description:
+      'Folder where uploaded media files are stored; created at start when missing (readable by this account only), and the start stops when it cannot be written.',
     parse: text,
   },
   MEDIA_MAX_BYTES: {

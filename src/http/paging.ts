@@ -7,6 +7,9 @@ import { ApiError, type ErrorDetail } from './errors.ts';
  */
 export const LIST_MAX_OFFSET = 10_000;
 
+/** Page size when none is asked for (PAGE_LIMIT_MAX when that is smaller). */
+const DEFAULT_LIMIT = 20;
+
 /** Query-string properties of paging, for route schemas. */
 export function pagingQuery(limitMax: number) {
   return {
@@ -20,7 +23,8 @@ export function pagingQuery(limitMax: number) {
       Type.Integer({
         minimum: 1,
         maximum: limitMax,
-        default: 20,
+        // A PAGE_LIMIT_MAX below the usual default lowers the default too, or every request without one is a 400.
+        default: Math.min(DEFAULT_LIMIT, limitMax),
         description: `Page size, 1 to ${limitMax}.`,
       }),
     ),
@@ -38,7 +42,7 @@ export function resolveWindow(
   query: { offset?: number | undefined; page?: number | undefined; limit?: number | undefined },
   maxOffset: number,
 ): Window {
-  const limit = query.limit ?? 20;
+  const limit = query.limit ?? DEFAULT_LIMIT;
   const details: ErrorDetail[] = [];
   if (query.offset !== undefined && query.page !== undefined) {
     details.push({ field: 'page', message: 'give either page or offset, not both' });

@@ -271,3 +271,32 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+for (const dialect of testDialects()) {
+  describe(`PAGE_LIMIT_MAX below the default page size [${dialect.name}]`, () => {
+    let t: TestApp;
+    let user: TestUser;
+    before(async () => {
+      t = await startTestApp(dialect, { PAGE_LIMIT_MAX: 3 });
+      user = await t.createUser();
+      for (let i = 0; i < 5; i++) await createPost(t, user, `paging post ${i} #smallpages`);
+    });
+    after(async () => t?.close());
+
+    it('a list or search without limit answers pages of PAGE_LIMIT_MAX, and a larger limit is a 400', async () => {
+      for (const url of [
+        `/tag-associations?filterby[user_uuid]=${user.uuid}`,
+        '/search?query=paging',
+        '/karma',
+      ]) {
+        const res = await t.inject({ method: 'GET', url, token: user.token });
+        assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
+        assert.equal(body(res).data.length, 3, url);
+        assert.equal(body(res).count.limit, 3, url);
+      }
+      const over = await t.inject({ method: 'GET', url: '/karma?limit=4', token: user.token });
+      assert.equal(over.statusCode, 400, over.body);
+      assert.match(body(over).error.message, /limit/);
+    });
+  });
+}
