@@ -10,7 +10,7 @@ import healthRoutes from './health/health.routes.ts';
 import karmaRoutes from './karma/karma.routes.ts';
 import { subscribeKarma } from './karma/karma.subscriber.ts';
 import mediaRoutes from './media/media.routes.ts';
-import { subscribeMedia } from './media/media.service.ts';
+import { checkMediaDir, subscribeMedia } from './media/media.service.ts';
 import messageRoutes from './message/message.routes.ts';
 import { subscribeMessages } from './message/message.service.ts';
 import networkRoutes from './network/network.routes.ts';
@@ -43,7 +43,7 @@ export const modules: Module[] = [
   { name: 'network', routes: networkRoutes, subscribe: subscribeNetworks },
   { name: 'post', routes: postRoutes, subscribe: subscribePosts },
   { name: 'comment', routes: commentRoutes, subscribe: subscribeComments },
-  { name: 'media', routes: mediaRoutes, subscribe: subscribeMedia },
+  { name: 'media', routes: mediaRoutes, subscribe: subscribeMedia, start: checkMediaDir },
   { name: 'message', routes: messageRoutes, subscribe: subscribeMessages },
   { name: 'karma', routes: karmaRoutes, subscribe: subscribeKarma },
   { name: 'tag', routes: tagRoutes, start: ensureEmotionTags },

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { crc32, deflateSync } from 'node:zlib';
 import { sql } from 'kysely';
+import { buildApp } from '../../src/app.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 const MAX_BYTES = 4096;
@@ -359,3 +361,35 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+describe('MEDIA_DIR checked at start', () => {
+  it('a MEDIA_DIR that cannot be a writable folder stops the start with a ConfigError naming it', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'media-dir-'));
+    try {
+      const file = join(base, 'a-file');
+      writeFileSync(file, 'not a folder');
+      const config = loadConfig(
+        {},
+        { DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent', MEDIA_DIR: join(file, 'media') },
+      );
+      await assert.rejects(buildApp(config, { logger: false }), (err: Error) => {
+        assert.ok(err instanceof ConfigError, String(err));
+        assert.match(
+          err.message,
+          /^Invalid environment variable MEDIA_DIR: cannot write to the folder .*ENOTDIR/,
+        );
+        return true;
+      });
+      // A missing folder is created, readable by this account only.
+      const fresh = join(base, 'new', 'media');
+      const { app } = await buildApp(
+        loadConfig({}, { DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent', MEDIA_DIR: fresh }),
+        { logger: false },
+      );
+      await app.close();
+      assert.equal(statSync(fresh).mode & 0o777, 0o700);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+});

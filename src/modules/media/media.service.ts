@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { constants, createReadStream, createWriteStream } from 'node:fs';
+import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import type { Selectable } from 'kysely';
+import { ConfigError } from '../../config.ts';
 import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
@@ -33,6 +34,23 @@ export function isAllowedContentType(mime: string): boolean {
 
 function mediaDir(ctx: Context): string {
   return resolve(ctx.config.MEDIA_DIR);
+}
+
+/**
+ * At start: MEDIA_DIR exists (created if missing) and this process can write to it. A folder it cannot write would
+ * otherwise fail every upload with a 500; bad configuration stops the start instead, naming the variable.
+ */
+export async function checkMediaDir(ctx: Context): Promise<void> {
+  const dir = mediaDir(ctx);
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await access(dir, constants.W_OK | constants.X_OK);
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new ConfigError(
+      `Invalid environment variable MEDIA_DIR: cannot write to the folder ${dir} (${reason})`,
+    );
+  }
 }
 
 function storagePath(ctx: Context, storageKey: string): string {
