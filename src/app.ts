@@ -11,7 +11,8 @@ import { EventBus } from './events/bus.ts';
 import { rejectUnknownFieldFloods } from './http/body-fields.ts';
 import { answerClientError } from './http/client-error.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
-import { ErrorEnvelope, NoQuery } from './http/envelope.ts';
+import { emptyBodyIsObject } from './http/empty-body.ts';
+import { ErrorEnvelope, NoBody, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
 import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
@@ -37,6 +38,9 @@ export interface BuildOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Methods whose operations may take a body. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The options the API opens its database with (tests open theirs with the same, bar durability and pool size). */
 export function apiConnectOptions(config: Config): ConnectOptions {
@@ -161,6 +165,12 @@ async function assembleApp(
     route.schema.response = { ...response, '4xx': ErrorEnvelope, '5xx': ErrorEnvelope };
     // An operation without query parameters refuses any, so a misspelt parameter is never silently ignored.
     route.schema.querystring ??= NoQuery;
+    // Likewise an operation that takes no body refuses any property in one; a bare POST is an empty body.
+    const methods = [route.method].flat();
+    if (route.schema.body === undefined && methods.some((m) => BODY_METHODS.has(m))) {
+      route.schema.body = NoBody;
+      route.preValidation = [emptyBodyIsObject, ...[route.preValidation ?? []].flat()];
+    }
   });
   installErrorHandler(app);
   installNotFoundHandler(app);

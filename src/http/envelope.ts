@@ -83,3 +83,6 @@ export const ErrorEnvelope = Type.Object(
 
 /** Query-string schema of operations that take no query parameters. */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
+
+/** Body schema of operations that take no body properties (a bare POST is an empty body). */
+export const NoBody = Type.Object({}, { additionalProperties: false, description: 'No properties.' });

@@ -1,14 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Context } from '../../context.ts';
-import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ok, okStatus, StatusEnvelope } from '../../http/envelope.ts';
-import {
-  ContentParams,
-  NoBody,
-  ReactBody,
-  ReactionParams,
-  TagAssociationSchema,
-} from './tag-association.schemas.ts';
+import { ContentParams, ReactBody, ReactionParams, TagAssociationSchema } from './tag-association.schemas.ts';
 import { type ReactionKind, react, unreact } from './tag-association.service.ts';
 
 /** Reactions: a configured emotion attached to a post or comment by a logged-in user. */
@@ -42,12 +35,10 @@ export default async function emotionRoutes(app: FastifyInstance, opts: { ctx: C
       `${prefix}/:uuid/emotions/:name/delete`,
       {
         config: { access: 'logged' },
-        preValidation: emptyBodyIsObject,
         schema: {
           tags: ['emotions'],
           summary: `Take back your reaction to a ${kind}`,
           params: ReactionParams,
-          body: NoBody,
           response: { 200: StatusEnvelope },
         },
       },

@@ -13,7 +13,6 @@ import {
   AssociationParams,
   associationListQuery,
   CreateAssociationBody,
-  NoBody,
   TagAssociationSchema,
   UpdateAssociationBody,
   WriteAssociationBody,
@@ -169,12 +168,10 @@ export default async function tagAssociationRoutes(
     '/tag-associations/:tag_association_uuid',
     {
       config: { ...owner, operation: 'tag-associations.delete' },
-      preValidation: emptyBodyIsObject,
       schema: {
         tags: ['tag-associations'],
         summary: 'Delete a tag association (creator or admin; disabled by default)',
         params: AssociationParams,
-        body: NoBody,
         response: { 200: StatusEnvelope },
       },
     },

@@ -73,9 +73,6 @@ export const WriteAssociationBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** An empty body (delete-only operations). */
-export const NoBody = Type.Object({}, { additionalProperties: false });
-
 const Emotion = Type.Union(
   EMOTIONS.map((e) => Type.Literal(e)),
   { description: `One of the configured emotions: ${EMOTIONS.join(', ')}.` },

@@ -3,13 +3,11 @@ import { Type } from 'typebox';
 import type { Context } from '../../context.ts';
 import { asksNoCache } from '../../http/cache-control.ts';
 import { clientGone } from '../../http/client-gone.ts';
-import { emptyBodyIsObject } from '../../http/empty-body.ts';
 import { DataEnvelope, ListEnvelope, ok, okList, okStatus, StatusEnvelope } from '../../http/envelope.ts';
 import { invalidField } from '../../http/errors.ts';
 import { renderAnswer, sendRendered } from '../../http/rendered.ts';
 import type { TagType } from './normalize.ts';
 import {
-  NoBody,
   TagBody,
   TagSchema,
   TagUuidParams,
@@ -131,13 +129,11 @@ export default async function tagRoutes(app: FastifyInstance, opts: { ctx: Conte
     '/tags/:uuid/delete',
     {
       config: { access: 'admin', operation: 'tags.delete' },
-      preValidation: emptyBodyIsObject,
       schema: {
         tags: ['tags'],
         summary:
           'Delete a tag and its associations (admin; disabled unless ENABLED_OPERATIONS names tags.delete)',
         params: UuidParams,
-        body: NoBody,
         response: { 200: StatusEnvelope },
       },
     },

@@ -85,6 +85,3 @@ export const TagBody = Type.Object(
   },
   { additionalProperties: false },
 );
-
-/** Body of POST /tags/{uuid}/delete: the spec says it accepts no properties. */
-export const NoBody = Type.Object({}, { additionalProperties: false, description: 'No properties.' });
