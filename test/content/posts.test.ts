@@ -308,6 +308,64 @@ for (const dialect of testDialects()) {
       assert.equal(gone.statusCode, 404);
     });
 
+    it("a comment's author cannot change or delete it while its post is hidden from them, and can once shown", async () => {
+      const post = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: owner.token,
+        payload: { body: 'soon private' },
+      });
+      const postUuid = body(post).data.uuid;
+      const created = await t.inject({
+        method: 'POST',
+        url: `/posts/${postUuid}/comments`,
+        token: stranger.token,
+        payload: { body: 'first' },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const comment = body(created).data.uuid;
+      const setVisibility = async (visibility: string) => {
+        const res = await t.inject({
+          method: 'POST',
+          url: `/posts/${postUuid}/update`,
+          token: owner.token,
+          payload: { visibility },
+        });
+        assert.equal(res.statusCode, 200, res.body);
+      };
+      await setVisibility('private');
+      const upd = await t.inject({
+        method: 'POST',
+        url: `/comments/${comment}/update`,
+        token: stranger.token,
+        payload: { body: 'edited' },
+      });
+      // The 404 of a missing comment, as reading it gets: nothing tells the stranger the post still exists.
+      assert.deepEqual([upd.statusCode, body(upd).error.code], [404, 'object_not_found']);
+      const del = await t.inject({
+        method: 'POST',
+        url: `/comments/${comment}/delete`,
+        token: stranger.token,
+      });
+      assert.deepEqual([del.statusCode, body(del).error.code], [404, 'object_not_found']);
+      const stored = await t.ctx.db
+        .selectFrom('comments')
+        .select('body')
+        .where('uuid', '=', comment)
+        .executeTakeFirstOrThrow();
+      assert.equal(stored.body, 'first');
+
+      await setVisibility('public');
+      const again = await t.inject({
+        method: 'POST',
+        url: `/comments/${comment}/update`,
+        token: stranger.token,
+        payload: { body: 'edited' },
+      });
+      assert.equal(again.statusCode, 200, again.body);
+      assert.equal(body(again).data.body, 'edited');
+    });
+
     it('deleting a post deletes its comments, emitting commentDeleted then postDeleted', async () => {
       const p = body(
         await t.inject({ method: 'POST', url: '/posts', token: owner.token, payload: { body: 'to delete' } }),

@@ -18,7 +18,7 @@ export default async function commentRoutes(app: FastifyInstance, opts: { ctx: C
   const { ctx } = opts;
   const viewer = (request: FastifyRequest) => request.auth?.userUuid ?? null;
   const owner = async (request: FastifyRequest, c: Context) =>
-    service.commentOwner(c, (request.params as { uuid: string }).uuid);
+    service.commentOwner(c, (request.params as { uuid: string }).uuid, viewer(request));
 
   app.post<WithUuid & { Body: CreateCommentInput }>(
     '/posts/:uuid/comments',

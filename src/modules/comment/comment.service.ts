@@ -62,9 +62,16 @@ export async function getComment(ctx: Context, uuid: string, viewer: string | nu
   return toComment(row);
 }
 
-/** The author of a comment, or undefined when it does not exist (for the owner check). */
-export async function commentOwner(ctx: Context, uuid: string): Promise<string | undefined> {
-  return (await repo.findCommentByUuid(ctx.db, uuid))?.user_uuid;
+/**
+ * The author of a comment the caller may see (through its post), for the owner check; undefined when it does not
+ * exist or its post is hidden from the caller, who then gets the 404 of a missing comment, as when reading it.
+ */
+export async function commentOwner(
+  ctx: Context,
+  uuid: string,
+  viewer: string | null,
+): Promise<string | undefined> {
+  return (await repo.findVisibleComment(ctx.db, uuid, viewer))?.user_uuid;
 }
 
 /** Changes a comment's body (the owner check ran before); emits commentUpdated. */
