@@ -246,13 +246,22 @@ for (const dialect of testDialects()) {
         headers: elsewhere.headers,
       });
       assert.equal(misplaced.statusCode, 415);
-      const json = await t.inject({
-        method: 'POST',
-        url: '/media',
-        token: owner.token,
-        payload: { file: 'x' },
-      });
-      assert.equal(json.statusCode, 415);
+      // A JSON or form body is 415 whatever its fields, not a 400 about the missing file.
+      for (const [payload, type] of [
+        ['{"file":"x"}', 'application/json'],
+        ['{"title":"x"}', 'application/json'],
+        ['title=x', 'application/x-www-form-urlencoded'],
+      ]) {
+        const res = await t.inject({
+          method: 'POST',
+          url: '/media',
+          token: owner.token,
+          payload,
+          headers: { 'content-type': type as string },
+        });
+        assert.equal(res.statusCode, 415, `${type} ${payload}: ${res.body}`);
+        assert.equal(body(res).error.code, 'unsupported_media_type');
+      }
       assert.equal(await mediaRows(), rows);
       assert.equal(filesOnDisk().length, files);
     });

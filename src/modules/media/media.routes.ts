@@ -42,6 +42,14 @@ function multipartError(error: FastifyError): Error {
   return error;
 }
 
+/** The answer to an upload that is not multipart/form-data with a file part named file. */
+function notMultipart(): ApiError {
+  return new ApiError(
+    'unsupported_media_type',
+    'Upload media as multipart/form-data with the file in a field named file.',
+  );
+}
+
 /** Media: multipart upload streamed to MEDIA_DIR, read, download, delete. */
 export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Context }): Promise<void> {
   const { ctx } = opts;
@@ -97,6 +105,10 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
     '/media',
     {
       config: { access: 'logged' },
+      // Before validation: a JSON or form body is the wrong kind of request whatever its fields, not a missing file.
+      preValidation: async (request) => {
+        if (!request.isMultipart()) throw notMultipart();
+      },
       schema: {
         tags: ['media'],
         summary: 'Upload a file (multipart/form-data: file, title?, description?, visibility?, language?)',
@@ -107,12 +119,7 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
     },
     async (request, reply) => {
       const upload = uploads.get(request);
-      if (!upload) {
-        throw new ApiError(
-          'unsupported_media_type',
-          'Upload media as multipart/form-data with the file in a field named file.',
-        );
-      }
+      if (!upload) throw notMultipart();
       const { file: _file, ...input } = request.body;
       const media = await service.createMedia(ctx, request.auth?.userUuid as string, upload, input);
       return reply.status(201).send(ok(media));
