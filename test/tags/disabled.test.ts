@@ -360,6 +360,48 @@ for (const dialect of testDialects()) {
       assert.equal((await count(from)) + (await count(third)), 1);
     });
 
+    it('a creator cannot delete or change an association whose target is hidden from them; admins still can', async () => {
+      const shown = await createPost(t, owner, 'soon hidden');
+      const react = await t.inject({
+        method: 'POST',
+        url: `/posts/${shown}/emotions`,
+        token: stranger.token,
+        payload: { name: 'love' },
+      });
+      assert.equal(react.statusCode, 201, react.body);
+      const url = `/tag-associations/${body(react).data.uuid}`;
+      const hide = await t.inject({
+        method: 'POST',
+        url: `/posts/${shown}/update`,
+        token: owner.token,
+        payload: { visibility: 'private' },
+      });
+      assert.equal(hide.statusCode, 200, hide.body);
+      // Every way in answers the 404 of a missing association, as reading it does: nothing tells the creator that
+      // the hidden post still exists.
+      for (const [method, payload] of [
+        ['DELETE', undefined],
+        ['PATCH', { target_type: 'post' }],
+        ['POST', { _method: 'delete' }],
+      ] as const) {
+        const res = await t.inject({ method, url, token: stranger.token, ...(payload ? { payload } : {}) });
+        assert.deepEqual(
+          [res.statusCode, body(res).error.code],
+          [404, 'object_not_found'],
+          `${method} ${res.body}`,
+        );
+      }
+      assert.equal((await t.inject({ method: 'GET', url, token: stranger.token })).statusCode, 404);
+      const stored = await t.ctx.db
+        .selectFrom('tag_associations')
+        .select('uuid')
+        .where('uuid', '=', body(react).data.uuid)
+        .execute();
+      assert.equal(stored.length, 1, 'the reaction is still stored');
+      const del = await t.inject({ method: 'DELETE', url, token: admin.token });
+      assert.equal(del.statusCode, 200, del.body);
+    });
+
     it('serves the real DELETE and PATCH methods; admins may act on any association', async () => {
       const tag = body(await create(owner.token, { name: 'realmethods', tag_type: 'hashtag' })).data;
       const made = await t.inject({

@@ -48,7 +48,13 @@ export default async function tagAssociationRoutes(
   const { ctx } = opts;
   const owner = {
     access: 'owner' as const,
-    owner: (request: FastifyRequest, c: Context) => associationOwner(c, paramUuid(request)),
+    // Admins moderate any association; anyone else acts only on one whose target they may see.
+    owner: (request: FastifyRequest, c: Context) =>
+      associationOwner(
+        c,
+        paramUuid(request),
+        request.auth?.role === 'admin' ? undefined : callerUuid(request),
+      ),
     ownerKind: 'tag association',
     adminOverride: true,
   };

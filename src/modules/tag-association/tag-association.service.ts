@@ -140,9 +140,17 @@ export async function listAssociations<A>(
   return answer;
 }
 
-/** The creator of an association, or undefined when it does not exist (for the owner check). */
-export async function associationOwner(ctx: Context, uuid: string): Promise<string | undefined> {
-  return (await findAssociationByUuid(ctx.db, uuid.toLowerCase()))?.user_uuid;
+/**
+ * The creator of an association, for the owner check; undefined when it does not exist or, `viewer` given, its target
+ * is hidden from the viewer: its creator then gets the 404 of a missing one, as when reading it, and cannot learn
+ * from a delete or an update that the hidden target still exists. Without `viewer` (an admin) visibility is not asked.
+ */
+export async function associationOwner(
+  ctx: Context,
+  uuid: string,
+  viewer?: string | null,
+): Promise<string | undefined> {
+  return (await findAssociationByUuid(ctx.db, uuid.toLowerCase(), viewer))?.user_uuid;
 }
 
 async function visibleTarget(
