@@ -246,7 +246,10 @@ export function installErrorHandler(app: FastifyInstance): void {
     (error: FastifyError & { validation?: AjvError[] }, request: FastifyRequest, reply: FastifyReply) => {
       if (error instanceof ApiError) {
         for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
-        if (error.statusCode >= 500) request.log.warn({ code: error.code }, error.message);
+        if (error.statusCode >= 500) {
+          // The cause, when there is one, is for the operator only (a file system error's code, say).
+          request.log.warn({ code: error.code, ...(error.cause ? { err: error.cause } : {}) }, error.message);
+        }
         return reply
           .status(error.statusCode)
           .send(errorBody(error.code, error.message, request.id, error.details));

@@ -1,14 +1,24 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { crc32, deflateSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import {
+  body,
+  countRows,
+  startTestApp,
+  type TestApp,
+  type TestDialect,
+  type TestUser,
+  testDialects,
+} from '../helper.ts';
 
 const MAX_BYTES = 4096;
 
@@ -370,6 +380,57 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+// A folder that passes the start's check (root may write anywhere) but where no file can be created: sysfs refuses
+// every new file. The upload's file then fails to open while the request is being read.
+const UNWRITABLE_DIR = '/sys/fs';
+const canUseUnwritableDir = (() => {
+  try {
+    accessSync(UNWRITABLE_DIR, constants.W_OK | constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe('an upload whose file cannot be stored', {
+  skip: !canUseUnwritableDir && 'needs root (sysfs)',
+}, () => {
+  const dialect = testDialects()[0] as TestDialect;
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp(dialect, { MEDIA_DIR: UNWRITABLE_DIR });
+  });
+  after(async () => t?.close());
+
+  it('answers 503 unavailable, records nothing, and the process keeps serving', async () => {
+    const user = await t.createUser();
+    const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: tinyPng() }]);
+    // Sent in two pieces with a pause: the file's open fails while the server waits for the rest, when no read or
+    // write of it is pending to report the error (an 'error' event nobody listened to ended the process).
+    const cut = f.payload.length - 40;
+    const payload = Readable.from(
+      (async function* () {
+        yield f.payload.subarray(0, cut);
+        await sleep(200);
+        yield f.payload.subarray(cut);
+      })(),
+    );
+    const res = await t.inject({
+      method: 'POST',
+      url: '/media',
+      token: user.token,
+      headers: f.headers,
+      payload,
+    });
+    assert.equal(res.statusCode, 503, res.body);
+    assert.equal(body(res).error.code, 'unavailable');
+    assert.equal(res.headers['retry-after'], '1');
+    assert.equal(await countRows(t.ctx.db, 'media'), 0);
+    const me = await t.inject({ method: 'GET', url: '/me', token: user.token });
+    assert.equal(me.statusCode, 200);
+  });
+});
 
 describe('MEDIA_DIR checked at start', () => {
   it('a MEDIA_DIR that cannot be a writable folder stops the start with a ConfigError naming it', async () => {

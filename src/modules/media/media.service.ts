@@ -4,6 +4,7 @@ import { constants, createReadStream, createWriteStream } from 'node:fs';
 import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { fileTypeFromBuffer } from 'file-type';
 import type { Selectable } from 'kysely';
 import { ConfigError } from '../../config.ts';
@@ -89,6 +90,12 @@ export async function receiveUpload(
   const storageKey = randomBytes(16).toString('hex');
   const tempPath = join(mediaDir(ctx), `.upload-${storageKey}.tmp`);
   const out = createWriteStream(tempPath, { flags: 'wx', mode: 0o600 });
+  // A failed open or write of the file (disk full, folder removed) is kept here: an 'error' event without a listener
+  // would end the process, and it may come while the loop waits for the client's next chunk.
+  let diskError: Error | undefined;
+  out.on('error', (err) => {
+    diskError ??= err;
+  });
   let size = 0;
   const head: Buffer[] = [];
   let headLength = 0;
@@ -96,6 +103,7 @@ export async function receiveUpload(
   let failure: ApiError | undefined;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (diskError) throw diskError;
       size += chunk.length;
       // After a failure the rest is read and dropped, so the request ends cleanly and nothing more is written.
       if (failure) continue;
@@ -119,15 +127,30 @@ export async function receiveUpload(
       else contentType = result;
     }
     out.end();
-    await once(out, 'finish');
+    await finished(out);
     if (failure) throw failure;
     return { tempPath, storageKey, size, contentType: contentType as string };
   } catch (err) {
     out.destroy();
     stream.resume();
     await rm(tempPath, { force: true });
+    // The file could not be stored: the storage's fault, answered as the database's own (SQLITE_FULL) is, a 503.
+    if (diskError) throw storageUnavailable(diskError);
     throw err;
   }
+}
+
+function storageUnavailable(cause: Error): ApiError {
+  const error = new ApiError(
+    'unavailable',
+    'The file could not be stored right now; retry in a moment.',
+    undefined,
+    {
+      'retry-after': '1',
+    },
+  );
+  error.cause = cause;
+  return error;
 }
 
 /** Removes a received file that will not be recorded. */
