@@ -255,6 +255,54 @@ for (const dialect of testDialects()) {
       assert.equal(check.code, 0, check.out);
     });
 
+    it('a post with more tags than one SQLite statement can bind is deleted, every count taken back', async () => {
+      // 11,000 tags, each associated with the post once, written as a bulk importer would (the API caps a text at
+      // 50 hashtags; with tag-associations.create switched on, anyone may add more).
+      const post = await createPost(t, alice, 'crowded');
+      const now = nowIso();
+      const tags = Array.from({ length: 11_000 }, (_, i) => ({
+        uuid: uuidv7(),
+        name: `crowd${i}`,
+        name_key: `crowd${i}`,
+        tag_type: 'hashtag',
+        associations_count: 1,
+        created_at: now,
+        updated_at: now,
+      }));
+      for (let i = 0; i < tags.length; i += 500) {
+        const slice = tags.slice(i, i + 500);
+        await t.ctx.db.insertInto('tags').values(slice).execute();
+        await t.ctx.db
+          .insertInto('tag_associations')
+          .values(
+            slice.map((tag) => ({
+              uuid: uuidv7(),
+              tag_uuid: tag.uuid,
+              user_uuid: bob.uuid,
+              target_uuid: post,
+              target_type: 'post',
+              language: 'en',
+              created_at: now,
+              updated_at: now,
+            })),
+          )
+          .execute();
+      }
+      const del = await t.inject({ method: 'POST', url: `/posts/${post}/delete`, token: alice.token });
+      assert.equal(del.statusCode, 200, del.body);
+      const left = await t.ctx.db
+        .selectFrom('tags')
+        .select((eb) => [
+          eb.fn.sum<number>('associations_count').as('counted'),
+          eb.fn.countAll<number>().as('n'),
+        ])
+        .where('name', 'like', 'crowd%')
+        .executeTakeFirstOrThrow();
+      assert.deepEqual([Number(left.counted), Number(left.n)], [0, 11_000]);
+      const check = await runCheck();
+      assert.equal(check.code, 0, check.out);
+    });
+
     it("a connection's associations are seen by its two sides, by no one once it is deleted", async () => {
       const dave = await t.createUser();
       const connection = await connect(carol, dave);

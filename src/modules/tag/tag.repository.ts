@@ -327,11 +327,16 @@ export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<stri
     await sql`select ${stageDeltas(sql`${JSON.stringify(entries)}::jsonb`)}`.execute(db);
     return;
   }
-  await adjustCountsQuery(db, {
-    uuids: entries.map(([uuid]) => uuid),
-    deltas: entries.map(([, d]) => d),
-  });
+  // In slices: three bound values a tag, and SQLite takes at most 32,766 in one statement (a deleted target may have
+  // had more than 10,922 tags, with tag-associations.create switched on).
+  for (let i = 0; i < entries.length; i += COUNTS_PER_UPDATE) {
+    const slice = entries.slice(i, i + COUNTS_PER_UPDATE);
+    await adjustCountsQuery(db, { uuids: slice.map(([uuid]) => uuid), deltas: slice.map(([, d]) => d) });
+  }
 }
+
+/** Tags whose counts one SQLite update moves. */
+const COUNTS_PER_UPDATE = 1000;
 
 // SQLite's update of adjustTagCounts: each tag's count moves by the delta at its index.
 const adjustCountsQuery = queryTemplate((db, { uuids, deltas }: { uuids: string[]; deltas: number[] }) => {
