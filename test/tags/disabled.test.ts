@@ -178,6 +178,37 @@ for (const dialect of testDialects()) {
       assert.equal((await del(admin.token)).statusCode, 404);
     });
 
+    it('an emotion tag can be neither deleted nor retyped: 400, its reactions and their karma untouched', async () => {
+      const love = await findTag(t, 'emotion', 'love');
+      const target = await createPost(t, owner, 'loved');
+      const react = await t.inject({
+        method: 'POST',
+        url: `/posts/${target}/emotions`,
+        token: stranger.token,
+        payload: { name: 'love' },
+      });
+      assert.equal(react.statusCode, 201, react.body);
+      const karmaOf = async () =>
+        body(await t.inject({ method: 'GET', url: `/users/${owner.uuid}`, token: owner.token })).data.karma;
+      const before = await karmaOf();
+      const del = await t.inject({ method: 'POST', url: `/tags/${love.uuid}/delete`, token: admin.token });
+      assert.equal(del.statusCode, 400, del.body);
+      assert.equal(body(del).error.code, 'invalid_request');
+      assert.match(body(del).error.message, /configured set/);
+      const retype = await t.inject({
+        method: 'PUT',
+        url: `/tags/${love.uuid}/update`,
+        token: admin.token,
+        payload: { name: 'love', tag_type: 'hashtag' },
+      });
+      assert.equal(retype.statusCode, 400, retype.body);
+      assert.match(body(retype).error.message, /tag_type/);
+      const after = await findTag(t, 'emotion', 'love');
+      assert.equal(after.uuid, love.uuid);
+      assert.ok(after.associations.includes(body(react).data.uuid), 'the reaction is still there');
+      assert.equal(await karmaOf(), before);
+    });
+
     it('creates associations as the caller, for visible targets only; 409 on a duplicate', async () => {
       const tag = body(await create(owner.token, { name: 'manual', tag_type: 'hashtag' })).data;
       const add = (token: string | undefined, payload: object) =>

@@ -293,7 +293,14 @@ export async function createTag(
   });
 }
 
-/** Renames or retypes a tag (tags.update); its associations stay; 409 when another tag holds the new key. */
+// Why the configured emotions cannot be deleted or retyped: their associations are reactions, each the source of the
+// karma it gave an author, which removing them all at once would not take back (a new reaction would then pay again).
+const EMOTION_TAGS_STAY = `the emotions are the configured set (${EMOTIONS.join(', ')}), and their associations are reactions that paid their authors karma; take reactions back one by one instead.`;
+
+/**
+ * Renames or retypes a tag (tags.update); its associations stay; 409 when another tag holds the new key. An emotion
+ * tag keeps its type (400).
+ */
 export async function updateTag(
   ctx: Context,
   uuid: string,
@@ -305,6 +312,9 @@ export async function updateTag(
     return await ctx.db.transaction().execute(async (trx) => {
       const row = await findTagByUuid(trx, uuid.toLowerCase());
       if (!row) throw objectNotFound('tag');
+      if (row.tag_type === 'emotion' && input.tag_type !== 'emotion') {
+        throw invalidField('tag_type', `an emotion tag stays an emotion: ${EMOTION_TAGS_STAY}`);
+      }
       const clash = await findTagByKey(trx, input.tag_type, key);
       if (clash && clash.uuid !== row.uuid) throw conflict(input.tag_type, clash);
       await updateTagRow(trx, row.uuid, {
@@ -324,11 +334,14 @@ export async function updateTag(
   }
 }
 
-/** Deletes a tag and every association of it (tags.delete). */
+/** Deletes a tag and every association of it (tags.delete); an emotion tag is never deleted (400). */
 export async function deleteTag(ctx: Context, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     const row = await findTagByUuid(trx, uuid.toLowerCase());
     if (!row) throw objectNotFound('tag');
+    if (row.tag_type === 'emotion') {
+      throw new ApiError('invalid_request', `An emotion tag cannot be deleted: ${EMOTION_TAGS_STAY}`);
+    }
     await deleteAssociationsOfTag(trx, row.uuid);
     await deleteTagRow(trx, row.uuid);
   });
