@@ -194,6 +194,15 @@ function errorResponse(
   };
 }
 
+/** Whether a body schema accepts only the empty object. */
+function takesNothing(schema: Json | undefined): boolean {
+  return (
+    schema?.type === 'object' &&
+    schema.additionalProperties === false &&
+    Object.keys(schema.properties ?? {}).length === 0
+  );
+}
+
 /** Adds access levels, per-status error codes with examples, and parameter and body examples to every operation. */
 function documentOperations(doc: Json, meta: Map<string, RouteMeta>): Json {
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
@@ -218,6 +227,14 @@ function documentOperations(doc: Json, meta: Map<string, RouteMeta>): Json {
           p.style = 'deepObject';
           p.explode = true;
         }
+      }
+      // An operation without body properties (NoBody) takes a bare request: its body is optional, not required.
+      const noBody =
+        op.requestBody !== undefined &&
+        Object.values<Json>(op.requestBody.content ?? {}).every((m) => takesNothing(m.schema));
+      if (noBody) {
+        op.requestBody.required = false;
+        op.requestBody.description ??= 'None: send no body, or an empty JSON object.';
       }
       const bodyExample = BODY_EXAMPLES[key];
       if (bodyExample && op.requestBody?.content) {
@@ -255,7 +272,7 @@ function documentOperations(doc: Json, meta: Map<string, RouteMeta>): Json {
       // The rest stays under 4XX: another method on the path, and items a body refers to (a recipient, a network).
       const listed = new Set([...byStatus.values()].flat());
       const others: ErrorCode[] = ['method_not_allowed'];
-      if (op.requestBody && !listed.has('object_not_found')) others.unshift('object_not_found');
+      if (op.requestBody && !noBody && !listed.has('object_not_found')) others.unshift('object_not_found');
       // Success answers first, then each error status, then the catch-alls, in the order a reader scans them.
       const responses: Json = {};
       for (const [status, r] of Object.entries<Json>(op.responses)) {

@@ -105,6 +105,13 @@ for (const dialect of testDialects()) {
       const kept = await t.ctx.db.selectFrom('users').select('uuid').where('uuid', '=', alice.uuid).execute();
       assert.equal(kept.length, 1, 'the account is still there');
       assert.equal((await deleteSelf({})).statusCode, 200);
+
+      // The document says so: such a body is optional and empty; other writes still require theirs.
+      const doc = body(await t.inject({ method: 'GET', url: '/openapi.json' }));
+      const confirmBody = doc.paths['/connections/{uuid}/confirm'].post.requestBody;
+      assert.equal(confirmBody.required, false);
+      assert.deepEqual(confirmBody.content['application/json'].schema.properties ?? {}, {});
+      assert.equal(doc.paths['/posts'].post.requestBody.required, true);
     });
 
     it('refuses a body of thousands of unknown fields whole, naming the first 20, storing nothing', async () => {
