@@ -85,8 +85,13 @@ export async function receiveUpload(
   ctx: Context,
   stream: Readable & { truncated?: boolean },
 ): Promise<ReceivedUpload> {
-  // Readable by the service's own account only: private media must not be open to every account on the machine.
-  await mkdir(mediaDir(ctx), { recursive: true, mode: 0o700 });
+  try {
+    // Readable by the service's own account only: private media must not be open to every account on the machine.
+    await mkdir(mediaDir(ctx), { recursive: true, mode: 0o700 });
+  } catch (err) {
+    stream.resume();
+    throw storageUnavailable(err as Error);
+  }
   const storageKey = randomBytes(16).toString('hex');
   const tempPath = join(mediaDir(ctx), `.upload-${storageKey}.tmp`);
   const out = createWriteStream(tempPath, { flags: 'wx', mode: 0o600 });
@@ -103,7 +108,6 @@ export async function receiveUpload(
   let failure: ApiError | undefined;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (diskError) throw diskError;
       size += chunk.length;
       // After a failure the rest is read and dropped, so the request ends cleanly and nothing more is written.
       if (failure) continue;
@@ -117,6 +121,8 @@ export async function receiveUpload(
         }
       }
       if (failure) continue;
+      // Checked before each write: a write to the failed stream would wait for a 'drain' that never comes.
+      if (diskError) throw diskError;
       if (!out.write(chunk)) await once(out, 'drain');
     }
     if (stream.truncated || size > ctx.config.MEDIA_MAX_BYTES) failure = tooLarge(ctx);
