@@ -15,10 +15,11 @@ export function statTicks(stat: string): number {
 
 /**
  * CPU time, in seconds, of every process on this machine named `postgres` (the postmaster, its backends and its
- * background workers), or NaN where /proc cannot be read. A PostgreSQL server elsewhere counts as 0.
+ * background workers; another cluster here counts too), or NaN where there is none or /proc cannot be read.
  */
 export function postgresCpuSeconds(): number {
   let ticks = 0;
+  let found = false;
   let names: string[];
   try {
     names = readdirSync('/proc');
@@ -29,10 +30,13 @@ export function postgresCpuSeconds(): number {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'postgres') ticks += statTicks(stat);
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+      ticks += statTicks(stat);
+      found = true;
     } catch {
       // the process ended between the listing and the read
     }
   }
-  return ticks / CLOCK_TICKS;
+  // None found: the server runs elsewhere (or in another PID namespace), where its CPU cannot be read.
+  return found ? ticks / CLOCK_TICKS : Number.NaN;
 }
