@@ -45,6 +45,7 @@ export const modules: Module[] = [
   { name: 'comment', routes: commentRoutes, subscribe: subscribeComments },
   { name: 'media', routes: mediaRoutes, subscribe: subscribeMedia, start: checkMediaDir },
   { name: 'message', routes: messageRoutes, subscribe: subscribeMessages },
+  // karma before tag-association: on userDeleted it takes back the user's reactions while they still exist.
   { name: 'karma', routes: karmaRoutes, subscribe: subscribeKarma },
   { name: 'tag', routes: tagRoutes, start: ensureEmotionTags },
   { name: 'tag-association', routes: tagAssociationRoutes, subscribe: subscribeTags },

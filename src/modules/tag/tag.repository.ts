@@ -312,6 +312,9 @@ export function countDeltas(added: string[], removed: string[]): Map<string, num
   return out;
 }
 
+/** Tags whose counts one SQLite update moves. */
+const COUNTS_PER_UPDATE = 1000;
+
 /**
  * Adds each delta to its tag's associations_count (row-locked increments stay exact under concurrency). A post's
  * tags are popular rows that every writer of them queues on until its commit. PostgreSQL: the deltas are staged in
@@ -334,9 +337,6 @@ export async function adjustTagCounts(db: Db, dialect: Dialect, deltas: Map<stri
     await adjustCountsQuery(db, { uuids: slice.map(([uuid]) => uuid), deltas: slice.map(([, d]) => d) });
   }
 }
-
-/** Tags whose counts one SQLite update moves. */
-const COUNTS_PER_UPDATE = 1000;
 
 // SQLite's update of adjustTagCounts: each tag's count moves by the delta at its index.
 const adjustCountsQuery = queryTemplate((db, { uuids, deltas }: { uuids: string[]; deltas: number[] }) => {
