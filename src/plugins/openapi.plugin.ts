@@ -156,7 +156,8 @@ const ACCESS_TEXT: Record<string, string> = {
 
 interface RouteMeta {
   access: string;
-  operation?: string;
+  /** The switchable operations the route serves (none: always on). */
+  operations: string[];
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is edited as plain JSON.
@@ -212,9 +213,10 @@ function documentOperations(doc: Json, meta: Map<string, RouteMeta>): Json {
       if (!route || typeof op !== 'object') continue;
       const parts = [op.description];
       if (ACCESS_TEXT[route.access]) parts.unshift(ACCESS_TEXT[route.access]);
-      if (route.operation) {
+      if (route.operations.length > 0) {
+        const each = route.operations.length > 1 ? ' (each switches on its own part)' : '';
         parts.push(
-          `Switched off by default (\`404 operation_disabled\`); an operator switches it on with \`ENABLED_OPERATIONS=${route.operation}\`.`,
+          `Switched off by default (\`404 operation_disabled\`); an operator switches it on with \`ENABLED_OPERATIONS=${route.operations.join(',')}\`${each}.`,
         );
       }
       op.description = parts.filter(Boolean).join('\n\n');
@@ -261,7 +263,7 @@ function documentOperations(doc: Json, meta: Map<string, RouteMeta>): Json {
         add('login_required');
       if (route.access === 'admin') add('forbidden');
       if (path.includes('{')) add('object_not_found');
-      if (route.operation) add('operation_disabled');
+      if (route.operations.length > 0) add('operation_disabled');
       if (CONFLICTS[key]) add('conflict');
       if (op.requestBody) {
         add('payload_too_large');
@@ -295,10 +297,11 @@ function documentOperations(doc: Json, meta: Map<string, RouteMeta>): Json {
 async function openapiPlugin(app: FastifyInstance): Promise<void> {
   const meta = new Map<string, RouteMeta>();
   app.addHook('onRoute', (route) => {
-    const config = (route.config ?? {}) as { access?: string; operation?: string };
+    const config = (route.config ?? {}) as { access?: string; operation?: string; operations?: string[] };
+    const operations = config.operation ? [config.operation] : (config.operations ?? []);
     const path = route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
-      meta.set(`${m} ${path}`, { access: config.access ?? 'none', operation: config.operation });
+      meta.set(`${m} ${path}`, { access: config.access ?? 'none', operations });
     }
   });
   await app.register(swagger, {

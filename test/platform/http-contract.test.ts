@@ -182,6 +182,21 @@ for (const dialect of testDialects()) {
       assert.equal(doc.statusCode, 200);
       assert.equal(body(doc).openapi, '3.1.0');
       assert.ok(body(doc).paths['/health']);
+      // Every switchable operation says it is off by default, the two-in-one POST included (with both its names).
+      for (const [path, method] of [
+        ['/tags/create', 'post'],
+        ['/tag-association', 'post'],
+        ['/tag-associations/{tag_association_uuid}', 'post'],
+        ['/tag-associations/{tag_association_uuid}', 'delete'],
+      ]) {
+        const op = body(doc).paths[path as string][method as string];
+        assert.match(op.description, /Switched off by default/, `${method} ${path}`);
+        assert.match(op.responses['404'].description, /operation_disabled/, `${method} ${path}`);
+      }
+      assert.match(
+        body(doc).paths['/tag-associations/{tag_association_uuid}'].post.description,
+        /ENABLED_OPERATIONS=tag-associations\.delete,tag-associations\.update` \(each switches on its own part\)/,
+      );
       const metrics = await t.inject({ method: 'GET', url: '/metrics' });
       assert.equal(metrics.statusCode, 200);
       assert.match(metrics.body, /http_requests_total/);

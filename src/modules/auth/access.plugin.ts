@@ -24,6 +24,8 @@ declare module 'fastify' {
     adminOverride?: boolean;
     /** A switchable operation, off unless ENABLED_OPERATIONS names it. */
     operation?: DisablableOperation;
+    /** Switchable operations one route serves together, each checked by the route itself (for the reference only). */
+    operations?: DisablableOperation[];
   }
   interface FastifyRequest {
     auth: AuthContext | null;

@@ -136,7 +136,7 @@ export default async function tagAssociationRoutes(
     scope.post(
       '/tag-associations/:tag_association_uuid',
       {
-        config: owner,
+        config: { ...owner, operations: ['tag-associations.delete', 'tag-associations.update'] },
         preValidation: emptyBodyIsObject,
         schema: {
           tags: ['tag-associations'],
