@@ -45,7 +45,8 @@ const list = (raw: string): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-const databaseUrl = (raw: string): string => {
+/** A DATABASE_URL as given, when it names an engine this API runs on; throws saying which forms it takes. */
+export const databaseUrl = (raw: string): string => {
   if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(raw)) {
     throw new Error(
       'must start with sqlite: (for example sqlite:./data/social.db or sqlite::memory:) or postgres://',
@@ -278,7 +279,8 @@ export const variables = {
   },
   WORKERS: {
     default: '1',
-    description: 'Number of API processes started by `npm start` on one machine.',
+    description:
+      'Number of API processes started by `npm start` on one machine (1 with an in-memory SQLite database); a worker that fails to start stops the server.',
     parse: int(1, 64),
   },
 } satisfies Record<string, VariableSpec<unknown>>;
@@ -306,6 +308,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     }
   }
   const config = out as Config;
+  if (config.WORKERS > 1 && config.DATABASE_URL === 'sqlite::memory:') {
+    throw new ConfigError(
+      'Invalid environment variable WORKERS: an in-memory SQLite database lives in one process; give WORKERS=1, or DATABASE_URL a file or PostgreSQL',
+    );
+  }
   if (config.KARMA_RULES) {
     try {
       readFileSync(config.KARMA_RULES, 'utf8');

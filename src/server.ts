@@ -82,9 +82,19 @@ async function main(): Promise<void> {
     await migrateToLatest(handle.db, handle.dialect);
     await handle.db.destroy();
     let stopping = false;
+    const listening = new Set<number>();
     for (let i = 0; i < config.WORKERS; i++) cluster.fork();
+    cluster.on('listening', (worker) => listening.add(worker.id));
     cluster.on('exit', (worker, code) => {
       if (stopping) return;
+      if (!listening.delete(worker.id)) {
+        // It failed to start (bad configuration, a port in use, as its own message said above): another would fail
+        // the same way, without end. The server stops, as one process does.
+        console.error(`worker ${worker.process.pid} exited with ${code} before it listened; stopping`);
+        process.exitCode = 1;
+        stop();
+        return;
+      }
       console.error(`worker ${worker.process.pid} exited with ${code}; starting another`);
       cluster.fork();
     });

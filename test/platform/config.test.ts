@@ -66,6 +66,13 @@ describe('configuration', () => {
     ['RATE_LIMIT_PER_MINUTE', '100000001'],
     ['KARMA_RULES', '/no/such/file.json'],
   ];
+  it('refuses several workers on an in-memory SQLite database, naming WORKERS', () => {
+    assert.throws(
+      () => loadConfig({ WORKERS: '2', DATABASE_URL: 'sqlite::memory:' }),
+      (err: unknown) => err instanceof ConfigError && err.message.includes('WORKERS'),
+    );
+    assert.equal(loadConfig({ WORKERS: '1', DATABASE_URL: 'sqlite::memory:' }).WORKERS, 1);
+  });
   for (const [name, value] of bad) {
     it(`refuses ${name}=${value} with a message naming the variable`, () => {
       assert.throws(

@@ -65,6 +65,21 @@ describe('server process', () => {
     assert.match(s.output(), /PORT/);
   });
 
+  it('with several workers, stops when a worker fails to start instead of starting others without end', async () => {
+    const port = await freePort();
+    // Checked in each worker as it builds the app: a misspelt operation name.
+    const s = start({
+      PORT: String(port),
+      WORKERS: '2',
+      ENABLED_OPERATIONS: 'tags.craete',
+      DATABASE_URL: `sqlite:${join(dir, 'w.db')}`,
+    });
+    assert.equal(await s.exited, 1);
+    assert.match(s.output(), /ENABLED_OPERATIONS/);
+    assert.match(s.output(), /before it listened; stopping/);
+    assert.doesNotMatch(s.output(), /starting another/);
+  });
+
   it('starts on an embedded database, migrates it, and shuts down gracefully on SIGTERM', async () => {
     const port = await freePort();
     const s = start({ PORT: String(port), DATABASE_URL: `sqlite:${join(dir, 'b.db')}` });
