@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
+import { parseSeedArgs } from '../../src/cli/seed/main.ts';
 import { testDialects } from '../helper.ts';
 
 /** Runs a CLI entry point with Node 24 (the tests' own) from the project's root; returns its standard output. */
@@ -105,5 +106,31 @@ describe('npm run seed --no-bulk [sqlite]', () => {
     } finally {
       await drop();
     }
+  });
+});
+
+describe('npm run seed: arguments refused before anything is written', () => {
+  it('a --db that names no engine, and the password never printed', () => {
+    for (const [db, shown] of [
+      ['./data/x.db', './data/x.db'],
+      ['mysql://root:hunter2@localhost/db', 'mysql://localhost/db'],
+    ]) {
+      const r = spawnSync(
+        process.execPath,
+        ['src/cli/seed/main.ts', '--users', '2', '--posts', '2', '--db', db],
+        {
+          cwd: join(import.meta.dirname, '..', '..'),
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
+      assert.equal(r.status, 1, r.stderr);
+      assert.ok(r.stderr.includes(`bad argument --db ${shown}: must start with sqlite:`), r.stderr);
+      assert.doesNotMatch(r.stderr, /hunter2/);
+    }
+  });
+
+  it('--users-per-network 0 is taken as 1, not as endless networks', () => {
+    assert.equal(parseSeedArgs(['--users-per-network', '0']).options.usersPerNetwork, 1);
   });
 });

@@ -4,7 +4,7 @@
 // (docs/benchmarks.md, "Seeding a world"), through the bulk path unless --no-bulk asks for the API's event path.
 // DATABASE_URL comes from the configuration unless --db overrides it.
 import { sql } from 'kysely';
-import { ConfigError, loadConfig } from '../../config.ts';
+import { ConfigError, databaseUrl, loadConfig } from '../../config.ts';
 import type { Context } from '../../context.ts';
 import { connectDatabase } from '../../db/connect.ts';
 import { createPostgresDatabaseIfMissing } from '../../db/create-database.ts';
@@ -19,6 +19,11 @@ import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldOptions } from './world
 const USAGE = `usage: npm run seed -- --users N --posts N [--seed S] [--comments-per-post F] [--reactions-per-post F]
        [--friends-per-user F] [--messages-per-user F] [--media-per-user F] [--users-per-network N] [--batch N]
        [--bulk | --no-bulk] [--db URL]`;
+
+/** A database URL fit to print: a PostgreSQL user and password left out. */
+function withoutCredentials(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//');
+}
 
 /** Parses the flags; throws with the usage on anything unknown or malformed. */
 export function parseSeedArgs(argv: string[]): {
@@ -51,7 +56,13 @@ export function parseSeedArgs(argv: string[]): {
     const value = argv[i + 1];
     if (value === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
     if (flag === '--db') {
-      db = value;
+      try {
+        db = databaseUrl(value);
+      } catch (err) {
+        throw new Error(
+          `bad argument --db ${withoutCredentials(value)}: ${(err as Error).message}\n${USAGE}`,
+        );
+      }
       continue;
     }
     const key = numbers[flag];
@@ -62,6 +73,8 @@ export function parseSeedArgs(argv: string[]): {
   options.users = Math.max(1, Math.floor(options.users));
   options.posts = Math.floor(options.posts);
   options.batch = Math.max(1, Math.floor(options.batch));
+  // At least one user a network: 0 would ask for endless networks.
+  options.usersPerNetwork = Math.max(1, Math.floor(options.usersPerNetwork));
   return { options, db, bulk };
 }
 
@@ -101,7 +114,9 @@ export async function seedDatabase(
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .executeTakeFirstOrThrow();
     if (Number(existing.n) > 0) {
-      throw new Error(`the database ${url} already has ${existing.n} users; seed an empty database`);
+      throw new Error(
+        `the database ${withoutCredentials(url)} already has ${existing.n} users; seed an empty database`,
+      );
     }
     const ctx: Context = {
       db: handle.db,
@@ -133,7 +148,7 @@ async function main(): Promise<number> {
   const url = db ?? loadConfig().DATABASE_URL;
   const created = await createPostgresDatabaseIfMissing(url);
   if (created) console.error(`created the database ${created}`);
-  console.error(`seeding ${url.replace(/\/\/[^@]*@/, '//')}: ${JSON.stringify(options)}`);
+  console.error(`seeding ${withoutCredentials(url)}: ${JSON.stringify(options)}`);
   const bars = new Map<string, { bar: Progress; done: number }>();
   const { counts, seconds, ...rest } = await seedDatabase(url, { ...options, bulk }, (phase, done, total) => {
     const entry = bars.get(phase) ?? { bar: new Progress(phase, total), done: 0 };
