@@ -114,7 +114,7 @@ describe('npm run seed: arguments refused before anything is written', () => {
     for (const [db, shown] of [
       ['./data/x.db', './data/x.db'],
       ['mysql://root:hunter2@localhost/db', 'mysql://localhost/db'],
-    ]) {
+    ] as const) {
       const r = spawnSync(
         process.execPath,
         ['src/cli/seed/main.ts', '--users', '2', '--posts', '2', '--db', db],
