@@ -3,7 +3,7 @@
 // example requests. The world comes from the seed generator (src/cli/seed), with its progress bars.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { buildApp } from '../app.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { issueTokens } from '../modules/auth/auth.service.ts';
@@ -60,6 +60,13 @@ function removeDemoFiles(db: string, mediaDir: string): void {
 
 async function main(): Promise<void> {
   const { db, world } = parseDemoArgs(process.argv.slice(2));
+  const api = loadConfig().DATABASE_URL;
+  // The demo deletes its file first: never the API's own database.
+  if (api.startsWith('sqlite:') && resolve(api.slice('sqlite:'.length)) === resolve(db)) {
+    throw new Error(
+      `--db ${db} is the API's own database (DATABASE_URL), which the demo would delete; give the demo another file`,
+    );
+  }
   const url = `sqlite:${db}`;
   const mediaDir = join(dirname(db), 'demo-media');
   removeDemoFiles(db, mediaDir);

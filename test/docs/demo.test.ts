@@ -56,6 +56,22 @@ describe('npm run demo', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it("refuses a --db that is the API's own database, deleting nothing", async () => {
+    const own = join(dir, 'social.db');
+    writeFileSync(own, 'the API database');
+    const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: `sqlite:${own}` };
+    delete env.NODE_TEST_CONTEXT;
+    const refused = spawn(process.execPath, ['src/cli/demo.ts', '--db', own], { cwd: ROOT, env });
+    let said = '';
+    refused.stderr?.on('data', (d) => {
+      said += d;
+    });
+    const code = await new Promise((r) => refused.once('exit', r));
+    assert.equal(code, 1);
+    assert.match(said, /the API's own database/);
+    assert.ok(existsSync(own), 'the file is still there');
+  });
+
   it('shows progress while it builds the world, then prints the counts', () => {
     assert.match(err, /users\s+\[#+/);
     assert.match(err, /posts\s+\[#+.*100%/);
