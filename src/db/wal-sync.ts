@@ -1,7 +1,7 @@
 // Durable acknowledgements for the group committer (docs/reliability.md, "Group commit"): under synchronous=FULL
 // the write connection commits without SQLite's own flush (synchronous=NORMAL), and the WAL is flushed here, off
 // the event loop, before any write of the commit is acknowledged.
-import { closeSync, fdatasync, openSync } from 'node:fs';
+import { closeSync, fdatasync, openSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 /** One flush of the WAL to stable storage: calls `done` once what was written before the call is durable. */
@@ -21,10 +21,24 @@ export interface WalSyncStats {
   failedSyncs: number;
 }
 
+/**
+ * The WAL file of a database file, absolute now (the same file whatever the process's directory is later). SQLite
+ * follows a symbolic link to the database and keeps the WAL beside its target: the link's own name would name no
+ * file, and every flush would find "no WAL yet" and make nothing durable.
+ */
+function walPathOf(databasePath: string): string {
+  let target: string;
+  try {
+    target = realpathSync(databasePath);
+  } catch {
+    target = resolve(databasePath); // not created yet
+  }
+  return `${target}-wal`;
+}
+
 /** Flushes the database's WAL file with fdatasync on libuv's thread pool (password.ts leaves it threads free). */
 export function walFileSync(databasePath: string): { sync: SyncWal; close: () => Promise<void> } {
-  // Absolute now: the same file whatever the process's directory is later.
-  const walPath = `${resolve(databasePath)}-wal`;
+  const walPath = walPathOf(databasePath);
   let fd: number | undefined;
   let closed = false;
   return {

@@ -3,7 +3,15 @@
 // before its COMMIT returned, a failing member takes only itself down, a failed COMMIT fails every member, reads
 // outside transactions never see a group that is not committed yet. The HTTP part runs on both engines.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -582,6 +590,23 @@ describe('durable acknowledgements after the WAL flush', () => {
     file.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)');
     assert.ok(existsSync(`${path}-wal`));
     assert.equal(await flush(path), null);
+    // Through a symbolic link to the database, the WAL SQLite writes is the one beside the link's target: the flush
+    // opens that file (one more descriptor on it than the connection's own).
+    const link = join(dir, 'link.db');
+    symlinkSync(path, link);
+    const walDescriptors = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === `${realpathSync(path)}-wal`;
+        } catch {
+          return false;
+        }
+      }).length;
+    const before = walDescriptors();
+    const linked = walFileSync(link);
+    assert.equal(await new Promise<Error | null>((resolve) => linked.sync(resolve)), null);
+    assert.equal(walDescriptors(), before + 1, 'the flush opened the real WAL file');
+    await linked.close();
     file.close();
     assert.equal(await flush(join(dir, 'never-written.db')), null);
     // Any other failure to open the WAL is the flush's failure.
