@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { access, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { access, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -135,6 +135,11 @@ export async function receiveUpload(
     out.end();
     await finished(out);
     if (failure) throw failure;
+    // On disk before anyone hears of it: the record's COMMIT is flushed, and its file must be too.
+    await flushFile(tempPath).catch((err: Error) => {
+      diskError ??= err;
+      throw err;
+    });
     return { tempPath, storageKey, size, contentType: contentType as string };
   } catch (err) {
     out.destroy();
@@ -180,22 +185,39 @@ export function toMedia(row: Selectable<MediaTable>): Media {
   };
 }
 
-/**
- * Moves the upload to its storage path. A transaction that runs again (RetryingKysely: a deadlock, or its commit
- * group lost at COMMIT) finds the file already moved by its first run, under the same storage key.
- */
-async function placeUpload(tempPath: string, finalPath: string): Promise<void> {
+/** Flushes a file's content to stable storage. */
+async function flushFile(path: string): Promise<void> {
+  const file = await open(path, 'r+');
   try {
-    await rename(tempPath, finalPath);
-  } catch (err) {
-    if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
-    await stat(finalPath);
+    await file.datasync();
+  } finally {
+    await file.close();
   }
 }
 
 /**
- * Records a received upload: the row and mediaCreated in one transaction, the file renamed to its storage key as
- * the last step before commit. If anything fails, neither the row nor the file remains.
+ * Moves the (flushed) upload to its storage path and flushes the folder, so the name survives a power loss too;
+ * done before the record's transaction, so no fsync waits inside it. A crash before the COMMIT leaves a file
+ * without a record, which nothing serves.
+ */
+async function placeUpload(ctx: Context, tempPath: string, finalPath: string): Promise<void> {
+  try {
+    await rename(tempPath, finalPath);
+    const dir = await open(mediaDir(ctx), 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
+  } catch (err) {
+    throw storageUnavailable(err as Error);
+  }
+}
+
+/**
+ * Records a received upload: the file moved to its storage key, then the row and mediaCreated in one transaction.
+ * If anything fails, neither the row nor the file remains; but a file whose row may have committed (its COMMIT's
+ * outcome unknown: the connection lost, the WAL flush failed after it) is kept rather than leaving a row without it.
  */
 export async function createMedia(
   ctx: Context,
@@ -204,12 +226,19 @@ export async function createMedia(
   input: UploadMediaInput,
 ): Promise<Media> {
   const finalPath = storagePath(ctx, upload.storageKey);
+  const uuid = uuidv7();
+  try {
+    await placeUpload(ctx, upload.tempPath, finalPath);
+  } catch (err) {
+    await rm(upload.tempPath, { force: true });
+    throw err;
+  }
   try {
     return await ctx.db.transaction().execute(async (trx) => {
       const owner = await findUserByUuid(trx, userUuid);
       const now = nowIso();
       const row = {
-        uuid: uuidv7(),
+        uuid,
         user_uuid: userUuid,
         title: input.title ?? null,
         description: input.description ?? null,
@@ -228,12 +257,14 @@ export async function createMedia(
         targetUuid: row.uuid,
         targetType: 'media',
       });
-      await placeUpload(upload.tempPath, finalPath);
       return toMedia(row);
     });
   } catch (err) {
-    await rm(upload.tempPath, { force: true });
-    await rm(finalPath, { force: true });
+    const committed = await repo.findMediaByUuid(ctx.db, uuid).then(
+      (row) => row !== undefined,
+      () => true, // unknown: the file stays
+    );
+    if (!committed) await rm(finalPath, { force: true });
     throw err;
   }
 }
