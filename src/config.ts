@@ -280,7 +280,7 @@ export const variables = {
   WORKERS: {
     default: '1',
     description:
-      'Number of API processes started by `npm start` on one machine (1 with an in-memory SQLite database); a worker that fails to start stops the server.',
+      'Number of API processes started by `npm start` on one machine (1 with an in-memory SQLite database); a worker that fails at the start stops the server.',
     parse: int(1, 64),
   },
 } satisfies Record<string, VariableSpec<unknown>>;
@@ -308,7 +308,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     }
   }
   const config = out as Config;
-  if (config.WORKERS > 1 && config.DATABASE_URL === 'sqlite::memory:') {
+  // `sqlite:` with no path is in memory too (connectDatabase).
+  if (
+    config.WORKERS > 1 &&
+    (config.DATABASE_URL === 'sqlite::memory:' || config.DATABASE_URL === 'sqlite:')
+  ) {
     throw new ConfigError(
       'Invalid environment variable WORKERS: an in-memory SQLite database lives in one process; give WORKERS=1, or DATABASE_URL a file or PostgreSQL',
     );

@@ -83,20 +83,33 @@ async function main(): Promise<void> {
     await handle.db.destroy();
     let stopping = false;
     const listening = new Set<number>();
+    // Until every first worker has listened: a failure then is the start's own (bad configuration, the port taken).
+    let starting = true;
+    let failedStarts = 0;
     for (let i = 0; i < config.WORKERS; i++) cluster.fork();
-    cluster.on('listening', (worker) => listening.add(worker.id));
+    cluster.on('listening', (worker) => {
+      listening.add(worker.id);
+      failedStarts = 0;
+      if (listening.size >= config.WORKERS) starting = false;
+    });
     cluster.on('exit', (worker, code) => {
       if (stopping) return;
-      if (!listening.delete(worker.id)) {
-        // It failed to start (bad configuration, a port in use, as its own message said above): another would fail
-        // the same way, without end. The server stops, as one process does.
+      const listened = listening.delete(worker.id);
+      if (!listened && starting) {
+        // Another would fail the same way, without end: the server stops, as one process does, after the worker's
+        // own message.
         console.error(`worker ${worker.process.pid} exited with ${code} before it listened; stopping`);
         process.exitCode = 1;
         stop();
         return;
       }
-      console.error(`worker ${worker.process.pid} exited with ${code}; starting another`);
-      cluster.fork();
+      // A replacement that fails to start (the database unreachable for a while, say) is tried again ever later.
+      if (!listened) failedStarts++;
+      const wait = listened ? 0 : Math.min(30_000, 1000 * 2 ** (failedStarts - 1));
+      console.error(`worker ${worker.process.pid} exited with ${code}; starting another in ${wait / 1000} s`);
+      setTimeout(() => {
+        if (!stopping) cluster.fork();
+      }, wait);
     });
     const stop = () => {
       stopping = true;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -78,6 +78,31 @@ describe('server process', () => {
     assert.match(s.output(), /ENABLED_OPERATIONS/);
     assert.match(s.output(), /before it listened; stopping/);
     assert.doesNotMatch(s.output(), /starting another/);
+  });
+
+  it('with several workers, replaces one that dies after the start and keeps serving', async () => {
+    const port = await freePort();
+    const s = start({ PORT: String(port), WORKERS: '2', DATABASE_URL: `sqlite:${join(dir, 'r.db')}` });
+    assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`, s)).status, 200);
+    // Both workers up (each says so by listening) before one is killed.
+    const workers = async () =>
+      execFileSync('ps', ['--ppid', String(s.child.pid), '-o', 'pid='], { encoding: 'utf8' })
+        .split('\n')
+        .map((l) => Number(l.trim()))
+        .filter((n) => n > 0);
+    let pids = await workers();
+    for (let i = 0; i < 100 && pids.length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      pids = await workers();
+    }
+    process.kill(pids[0] as number, 'SIGKILL');
+    for (let i = 0; i < 100 && !/starting another in 0 s/.test(s.output()); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.match(s.output(), /exited with null; starting another in 0 s/);
+    assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`, s)).status, 200);
+    s.child.kill('SIGTERM');
+    assert.equal(await s.exited, 0);
   });
 
   it('starts on an embedded database, migrates it, and shuts down gracefully on SIGTERM', async () => {
