@@ -136,7 +136,7 @@ export async function receiveUpload(
     await finished(out);
     if (failure) throw failure;
     // On disk before anyone hears of it: the record's COMMIT is flushed, and its file must be too.
-    await flushFile(tempPath).catch((err: Error) => {
+    await flushToDisk(tempPath).catch((err: Error) => {
       diskError ??= err;
       throw err;
     });
@@ -185,13 +185,13 @@ export function toMedia(row: Selectable<MediaTable>): Media {
   };
 }
 
-/** Flushes a file's content to stable storage. */
-async function flushFile(path: string): Promise<void> {
-  const file = await open(path, 'r+');
+/** Flushes a file's content, or a folder's entries, to stable storage. */
+async function flushToDisk(path: string, folder = false): Promise<void> {
+  const handle = await open(path, folder ? 'r' : 'r+');
   try {
-    await file.datasync();
+    await (folder ? handle.sync() : handle.datasync());
   } finally {
-    await file.close();
+    await handle.close();
   }
 }
 
@@ -203,21 +203,18 @@ async function flushFile(path: string): Promise<void> {
 async function placeUpload(ctx: Context, tempPath: string, finalPath: string): Promise<void> {
   try {
     await rename(tempPath, finalPath);
-    const dir = await open(mediaDir(ctx), 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await flushToDisk(mediaDir(ctx), true);
   } catch (err) {
+    await rm(finalPath, { force: true });
     throw storageUnavailable(err as Error);
   }
 }
 
 /**
  * Records a received upload: the file moved to its storage key, then the row and mediaCreated in one transaction.
- * If anything fails, neither the row nor the file remains; but a file whose row may have committed (its COMMIT's
- * outcome unknown: the connection lost, the WAL flush failed after it) is kept rather than leaving a row without it.
+ * If anything fails, neither the row nor the file remains; but once the transaction's work is done, a failure is its
+ * COMMIT's, whose outcome may be unknown (the connection lost, the WAL flush failed after it): the file is kept then,
+ * rather than risk a row without its file.
  */
 export async function createMedia(
   ctx: Context,
@@ -226,19 +223,20 @@ export async function createMedia(
   input: UploadMediaInput,
 ): Promise<Media> {
   const finalPath = storagePath(ctx, upload.storageKey);
-  const uuid = uuidv7();
   try {
     await placeUpload(ctx, upload.tempPath, finalPath);
   } catch (err) {
     await rm(upload.tempPath, { force: true });
     throw err;
   }
+  let workDone = false;
   try {
     return await ctx.db.transaction().execute(async (trx) => {
+      workDone = false; // a retried transaction starts over
       const owner = await findUserByUuid(trx, userUuid);
       const now = nowIso();
       const row = {
-        uuid,
+        uuid: uuidv7(),
         user_uuid: userUuid,
         title: input.title ?? null,
         description: input.description ?? null,
@@ -257,14 +255,12 @@ export async function createMedia(
         targetUuid: row.uuid,
         targetType: 'media',
       });
+      workDone = true;
       return toMedia(row);
     });
   } catch (err) {
-    const committed = await repo.findMediaByUuid(ctx.db, uuid).then(
-      (row) => row !== undefined,
-      () => true, // unknown: the file stays
-    );
-    if (!committed) await rm(finalPath, { force: true });
+    // Thrown inside the transaction: rolled back for certain.
+    if (!workDone) await rm(finalPath, { force: true });
     throw err;
   }
 }
