@@ -18,7 +18,7 @@ import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
 import { parseNested, parseQueryString } from './http/query-string.ts';
 import { rejectRepeatedAuthorization } from './http/repeated-headers.ts';
-import { RequestLogController } from './http/request-log.ts';
+import { RequestLogController, requestForLog } from './http/request-log.ts';
 import { rejectUnstorableText } from './http/text-input.ts';
 import { rejectLooseTextValues } from './http/text-values.ts';
 import { lowerCaseUuids } from './http/uuid-case.ts';
@@ -98,10 +98,13 @@ async function assembleApp(
   for (const m of modules) m.subscribe?.(ctx);
 
   const app = Fastify({
+    // Headers are never logged; a request's URL is, with secret-looking query parameters masked.
     logger:
       options.logger === undefined
-        ? { level: config.LOG_LEVEL, redact: ['req.headers.authorization', 'req.headers.cookie'] }
-        : options.logger,
+        ? { level: config.LOG_LEVEL, serializers: { req: requestForLog } }
+        : typeof options.logger === 'object'
+          ? { serializers: { req: requestForLog }, ...options.logger }
+          : options.logger,
     logController: new RequestLogController(),
     bodyLimit: 1024 * 1024,
     trustProxy: config.TRUST_PROXY,

@@ -5,7 +5,12 @@ interface VariableSpec<T> {
   default: string | undefined;
   description: string;
   parse: (raw: string) => T;
+  /** How a refused value is shown in the error (default: as given); secrets never are. */
+  shown?: (raw: string) => string;
 }
+
+/** A URL as an error shows it: any user and password left out. */
+const withoutCredentials = (raw: string): string => JSON.stringify(raw.replace(/\/\/[^@/]*@/, '//'));
 
 /** Raised for a bad environment variable; the message names the variable. */
 export class ConfigError extends Error {}
@@ -96,12 +101,14 @@ export const variables = {
     description:
       'sqlite:PATH for the embedded database (sqlite::memory: for a throw-away one) or postgres://USER@HOST:PORT/DB.',
     parse: databaseUrl,
+    shown: withoutCredentials,
   },
   REDIS_URL: {
     default: '',
     description:
       'redis://HOST:PORT. When set, rate-limit counters are shared across processes; unset keeps them in-process.',
     parse: redisUrl,
+    shown: withoutCredentials,
   },
   REDIS_KEY_PREFIX: {
     default: 'social:',
@@ -194,6 +201,7 @@ export const variables = {
     default: '',
     description: 'CLIENT_ID:CLIENT_SECRET of a first-party client created or updated at start.',
     parse: bootstrapClient,
+    shown: () => '(not shown: it holds a secret)',
   },
   SQLITE_SYNCHRONOUS: {
     default: 'FULL',
@@ -302,9 +310,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     try {
       out[name] = spec.parse(raw);
     } catch (err) {
-      throw new ConfigError(
-        `Invalid environment variable ${name}=${JSON.stringify(raw)}: ${(err as Error).message}`,
-      );
+      const value = spec.shown ? spec.shown(raw) : JSON.stringify(raw);
+      throw new ConfigError(`Invalid environment variable ${name}=${value}: ${(err as Error).message}`);
     }
   }
   const config = out as Config;

@@ -66,6 +66,20 @@ describe('configuration', () => {
     ['RATE_LIMIT_PER_MINUTE', '100000001'],
     ['KARMA_RULES', '/no/such/file.json'],
   ];
+  it('never shows a password or secret of a refused value', () => {
+    for (const [name, value, shown] of [
+      ['DATABASE_URL', 'postgress://app:pw-secret@db/x', 'DATABASE_URL="postgress://db/x"'],
+      ['REDIS_URL', 'valkey://:pw-secret@cache:6379', 'REDIS_URL="valkey://cache:6379"'],
+      ['BOOTSTRAP_CLIENT', 'my@app:pw-secret', 'BOOTSTRAP_CLIENT=(not shown'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: unknown) =>
+          err instanceof ConfigError && err.message.includes(shown) && !err.message.includes('pw-secret'),
+      );
+    }
+  });
+
   it('refuses several workers on an in-memory SQLite database, naming WORKERS', () => {
     assert.throws(
       () => loadConfig({ WORKERS: '2', DATABASE_URL: 'sqlite::memory:' }),

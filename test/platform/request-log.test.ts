@@ -37,6 +37,21 @@ for (const dialect of testDialects()) {
       await t?.close();
     });
 
+    it('never logs a password, secret or token given in the query string', async () => {
+      lines.length = 0;
+      const res = await logged.app.inject({
+        method: 'POST',
+        url: '/oauth/token?grant_type=password&username=ada&password=hunter2&client_secret=s3cr3t&access_token=t0k3n',
+      });
+      assert.equal(res.statusCode, 400, res.body);
+      const line = lines.find((l) => l.reqId === res.headers['x-request-id']) as { req: { url: string } };
+      assert.equal(
+        line.req.url,
+        '/oauth/token?grant_type=password&username=ada&password=***&client_secret=***&access_token=***',
+      );
+      assert.doesNotMatch(JSON.stringify(lines), /hunter2|s3cr3t|t0k3n/);
+    });
+
     it('logs each request once, when answered, with the request, status and time', async () => {
       lines.length = 0;
       const ok = await logged.app.inject({ method: 'GET', url: '/health' });
