@@ -184,6 +184,36 @@ for (const dialect of testDialects()) {
       await assertConsistent();
     });
 
+    it("a record its owner moved onto someone else's post is not taken back when that post goes", async () => {
+      const author = await t.createUser();
+      const stranger = await t.createUser();
+      const post = await d.createPost(author);
+      const theirs = await d.createPost(stranger, 'not the author post');
+      await d.react(bob, 'post', post, author.uuid, 'like');
+      assert.equal(await storedKarma(t, author.uuid), 3);
+      const record = (await ledger(t, author.uuid)).find((r) => r.event === 'emotionReceived');
+      const moved = await t.inject({
+        method: 'POST',
+        url: `/karma/${record?.uuid}/update`,
+        token: author.token,
+        payload: {
+          event: 'emotionReceived',
+          target_uuid: theirs,
+          target_type: 'post',
+          karma_type: 'add',
+          points: 1,
+        },
+      });
+      assert.equal(moved.statusCode, 200, moved.body);
+      // The reaction is still on the author's post: the other post's deletion takes nothing from the author.
+      await d.deletePost(stranger, theirs);
+      assert.equal(await storedKarma(t, author.uuid), 3);
+      // Taken back when the reaction itself goes.
+      await d.unreact(bob, 'post', post, author.uuid, 'like');
+      assert.equal(await storedKarma(t, author.uuid), 2);
+      await assertConsistent();
+    });
+
     it('two reactions on one post: removing one takes back only its own point', async () => {
       const author = await t.createUser();
       const post = await d.createPost(author);

@@ -6,7 +6,12 @@ import { turnBatchedReads } from '../../db/turn-batch.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
 import { type ListQuery, lateRowsFor, parseListQuery, type Whitelist } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
-import { type ReactionKind, reactionsBy, reactionsOn } from '../tag-association/tag-association.service.ts';
+import {
+  existingAssociations,
+  type ReactionKind,
+  reactionsBy,
+  reactionsOn,
+} from '../tag-association/tag-association.service.ts';
 import { findTarget, TARGET_TYPES, type TargetKind } from '../target/target.repository.ts';
 import {
   addToUserKarma,
@@ -200,11 +205,14 @@ export async function compensateReactionsOf(
   target: { uuid: string; type: string },
 ): Promise<void> {
   // The reactions themselves name the sources (the records' owner may have edited their event or target), and the
-  // records still naming the target cover a reaction whose row is already gone.
-  const sources = new Set([
-    ...(await reactionsOn(trx, target.type as ReactionKind, target.uuid)),
-    ...(await findSourcesOfTarget(trx, target.uuid, 'emotionReceived')),
-  ]);
+  // records still naming the target cover a reaction whose row is already gone. A record its owner moved here by an
+  // edit names a reaction that still exists elsewhere: that one is not this target's to take back.
+  const on = await reactionsOn(trx, target.type as ReactionKind, target.uuid);
+  const named = (await findSourcesOfTarget(trx, target.uuid, 'emotionReceived')).filter(
+    (s) => !on.includes(s),
+  );
+  const elsewhere = new Set(await existingAssociations(trx, named));
+  const sources = new Set([...on, ...named.filter((s) => !elsewhere.has(s))]);
   for (const source of [...sources].sort()) {
     if (source === target.uuid) continue;
     await compensateKarma(ctx, trx, 'emotionReceived', source, target);

@@ -427,6 +427,13 @@ export async function findReactionUuidsOn(db: Db, targetType: string, targetUuid
   return rows.map((r) => r.uuid);
 }
 
+/** Which of these associations still exist. */
+export async function findExistingAssociationUuids(db: Db, uuids: string[]): Promise<string[]> {
+  if (uuids.length === 0) return [];
+  const rows = await db.selectFrom('tag_associations').select('uuid').where('uuid', 'in', uuids).execute();
+  return rows.map((r) => r.uuid);
+}
+
 /** The reactions (associations of emotion tags) a user made, with what each is on, in uuid order. */
 export async function findReactionsByUser(db: Db, userUuid: string) {
   return db

@@ -37,6 +37,7 @@ import {
   findAudienceMismatches,
   findContentTags,
   findContentText,
+  findExistingAssociationUuids,
   findExtractedAssociations,
   findReactionsByUser,
   findReactionUuidsOn,
@@ -588,6 +589,11 @@ export function postTextOf(event: DomainEvent): ContentText | undefined {
 /** The uuids of the reactions on a post or comment (each the source of the karma it gave its author). */
 export async function reactionsOn(trx: Db, kind: ReactionKind, uuid: string): Promise<string[]> {
   return findReactionUuidsOn(trx, kind, uuid);
+}
+
+/** Which of these associations (reactions, say) still exist. */
+export async function existingAssociations(trx: Db, uuids: string[]): Promise<string[]> {
+  return findExistingAssociationUuids(trx, uuids);
 }
 
 /** The reactions a user made (each the source of the karma it gave an author), with what each is on. */
