@@ -207,10 +207,8 @@ export async function compensateReactionsOf(
   // The reactions themselves name the sources (the records' owner may have edited their event or target), and the
   // records still naming the target cover a reaction whose row is already gone. A record its owner moved here by an
   // edit names a reaction that still exists elsewhere: that one is not this target's to take back.
-  const on = await reactionsOn(trx, target.type as ReactionKind, target.uuid);
-  const named = (await findSourcesOfTarget(trx, target.uuid, 'emotionReceived')).filter(
-    (s) => !on.includes(s),
-  );
+  const on = new Set(await reactionsOn(trx, target.type as ReactionKind, target.uuid));
+  const named = (await findSourcesOfTarget(trx, target.uuid, 'emotionReceived')).filter((s) => !on.has(s));
   const elsewhere = new Set(await existingAssociations(trx, named));
   const sources = new Set([...on, ...named.filter((s) => !elsewhere.has(s))]);
   for (const source of [...sources].sort()) {
