@@ -8,6 +8,7 @@
 // The list of operations and their sortable/filterable properties comes from /openapi.json.
 import { writeFileSync } from 'node:fs';
 import { sql } from 'kysely';
+import { urlWithoutCredentials } from '../src/config.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import { LIST_MAX_OFFSET } from '../src/http/paging.ts';
 import { CLIENT, call, kill, login, startServer } from '../test/reliability/crash-harness.ts';
@@ -216,7 +217,7 @@ async function main(): Promise<void> {
         };
       });
     const result = {
-      db: DB.replace(/\/\/[^@]*@/, '//'),
+      db: urlWithoutCredentials(DB),
       warmed: WARM,
       cold: COLD,
       world: counts,

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { BENCH_USERNAME } from '../src/cli/seed/world.ts';
+import { urlWithoutCredentials } from '../src/config.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import { createPostgresDatabaseIfMissing } from '../src/db/create-database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
@@ -595,7 +596,7 @@ async function main(): Promise<void> {
       `Machine: ${cpus().length} cores (${cpu}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; load average at the end ${loadavg()
         .map((l) => l.toFixed(1))
         .join(' ')}.`,
-      `Database ${opts.db.replace(/\/\/[^@]*@/, '//')} (${world}); ${opts.connections} connections, ${opts.duration} s per scenario;`,
+      `Database ${urlWithoutCredentials(opts.db)} (${world}); ${opts.connections} connections, ${opts.duration} s per scenario;`,
       ...(warmed
         ? [`Warmed first: ${warmed}.`]
         : ['Not warmed (`--no-warm`): the database was read from wherever it was.']),

@@ -9,8 +9,13 @@ interface VariableSpec<T> {
   shown?: (raw: string) => string;
 }
 
-/** A URL as an error shows it: any user and password left out. */
-const withoutCredentials = (raw: string): string => JSON.stringify(raw.replace(/\/\/[^@/]*@/, '//'));
+/** A URL fit to print: any user and password left out (up to the first `@`, so a `/` in a password goes too). */
+export function urlWithoutCredentials(url: string): string {
+  return url.replace(/\/\/[^@]*@/, '//');
+}
+
+/** A URL as an error shows it. */
+const withoutCredentials = (raw: string): string => JSON.stringify(urlWithoutCredentials(raw));
 
 /** Raised for a bad environment variable; the message names the variable. */
 export class ConfigError extends Error {}

@@ -4,7 +4,7 @@
 // (docs/benchmarks.md, "Seeding a world"), through the bulk path unless --no-bulk asks for the API's event path.
 // DATABASE_URL comes from the configuration unless --db overrides it.
 import { sql } from 'kysely';
-import { ConfigError, databaseUrl, loadConfig } from '../../config.ts';
+import { ConfigError, databaseUrl, loadConfig, urlWithoutCredentials } from '../../config.ts';
 import type { Context } from '../../context.ts';
 import { connectDatabase } from '../../db/connect.ts';
 import { createPostgresDatabaseIfMissing } from '../../db/create-database.ts';
@@ -19,11 +19,6 @@ import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldOptions } from './world
 const USAGE = `usage: npm run seed -- --users N --posts N [--seed S] [--comments-per-post F] [--reactions-per-post F]
        [--friends-per-user F] [--messages-per-user F] [--media-per-user F] [--users-per-network N] [--batch N]
        [--bulk | --no-bulk] [--db URL]`;
-
-/** A database URL fit to print: a PostgreSQL user and password left out. */
-function withoutCredentials(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//');
-}
 
 /** Parses the flags; throws with the usage on anything unknown or malformed. */
 export function parseSeedArgs(argv: string[]): {
@@ -60,7 +55,7 @@ export function parseSeedArgs(argv: string[]): {
         db = databaseUrl(value);
       } catch (err) {
         throw new Error(
-          `bad argument --db ${withoutCredentials(value)}: ${(err as Error).message}\n${USAGE}`,
+          `bad argument --db ${urlWithoutCredentials(value)}: ${(err as Error).message}\n${USAGE}`,
         );
       }
       continue;
@@ -115,7 +110,7 @@ export async function seedDatabase(
       .executeTakeFirstOrThrow();
     if (Number(existing.n) > 0) {
       throw new Error(
-        `the database ${withoutCredentials(url)} already has ${existing.n} users; seed an empty database`,
+        `the database ${urlWithoutCredentials(url)} already has ${existing.n} users; seed an empty database`,
       );
     }
     const ctx: Context = {
@@ -148,7 +143,7 @@ async function main(): Promise<number> {
   const url = db ?? loadConfig().DATABASE_URL;
   const created = await createPostgresDatabaseIfMissing(url);
   if (created) console.error(`created the database ${created}`);
-  console.error(`seeding ${withoutCredentials(url)}: ${JSON.stringify(options)}`);
+  console.error(`seeding ${urlWithoutCredentials(url)}: ${JSON.stringify(options)}`);
   const bars = new Map<string, { bar: Progress; done: number }>();
   const { counts, seconds, ...rest } = await seedDatabase(url, { ...options, bulk }, (phase, done, total) => {
     const entry = bars.get(phase) ?? { bar: new Progress(phase, total), done: 0 };
