@@ -118,6 +118,8 @@ for (const dialect of testDialects()) {
       });
       assert.equal(missing.statusCode, 404);
       assert.equal(body(missing).error.code, 'object_not_found');
+      // The posts come from the first test; without all three this one would check nothing.
+      assert.deepEqual(Object.keys(posts).sort(), ['friends', 'private', 'public']);
       for (const [who, token] of Object.entries(readers)) {
         for (const [visibility, uuid] of Object.entries(posts)) {
           const res = await t.inject({ method: 'GET', url: `/posts/${uuid}`, token });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { body, startTestApp, type TestApp, testDialects } from '../helper.ts';
-import { buildWorld, call, type World } from './world.ts';
+import { buildWorld, call, getFresh, type World } from './world.ts';
 
 /** Result sets per query of the first engine, compared with the next engine's. */
 const firstEngine = new Map<string, string[]>();
@@ -83,6 +83,23 @@ for (const dialect of testDialects()) {
       assert.deepEqual([...uuids(de)].sort(), [w.ids.germanPost, w.ids.network].sort());
       const bad = await get('/search?query=zebra&language=xx');
       assert.equal(bad.statusCode, 400);
+    });
+
+    it('language limits content only: users and hashtags are found in any language', async () => {
+      // alice's bio and her English post both hold "Café"; with language=de the post goes, alice stays.
+      const cafe = await call(t, 'GET', '/search?query=cafe&language=de&limit=100', t.guest);
+      assert.ok(uuids(cafe).has(w.alice.uuid), 'a user is not limited by language');
+      assert.ok(!uuids(cafe).has(w.ids.publicPost), 'English content is left out');
+      const tags = await call(t, 'GET', '/search?query=%23java&language=de', t.guest);
+      assert.deepEqual(
+        tags.map((x: { name: string }) => x.name),
+        ['javascript'],
+      );
+      const users = await call(t, 'GET', '/search/users?query=jo&language=de', t.guest);
+      assert.ok(uuids(users).has(w.john.uuid));
+      const typed = await get('/search/types?query=zebra&language=de');
+      assert.equal(typed.statusCode, 200, typed.body);
+      assert.deepEqual(JSON.parse(typed.body).count, { offset: 0, limit: 20, total: null });
     });
 
     it('forgives typos in user and network names when exact matches are few', async () => {
@@ -193,6 +210,27 @@ for (const dialect of testDialects()) {
         byName.map((u: { username: string }) => u.username),
         ['john_smith', 'johanna'],
       );
+      // john earns karma by posting; johanna has none.
+      await call(t, 'POST', '/posts', w.john.token, { body: 'karma earner qxv' });
+      const byKarma = await getFresh(t, '/search/users?query=jo&order=karma:desc', t.guest);
+      assert.deepEqual(
+        byKarma.map((u: { username: string }) => u.username),
+        ['john_smith', 'johanna'],
+      );
+      assert.ok(byKarma[0].karma > byKarma[1].karma, `${byKarma[0].karma} > ${byKarma[1].karma}`);
+      const byKarmaAsc = await getFresh(t, '/search/users?query=jo&order=karma:asc', t.guest);
+      assert.deepEqual(
+        byKarmaAsc.map((u: { username: string }) => u.username),
+        ['johanna', 'john_smith'],
+      );
+      const updated = await call(t, 'GET', '/search?query=zebra&order=updated_at:asc&limit=100', t.guest);
+      assert.ok(updated.length > 3);
+      // Media answers carry no updated_at (DESIGN); every other kind here does.
+      const stamps = updated
+        .filter((i: { type: string }) => i.type !== 'media')
+        .map((i: { updated_at: string }) => i.updated_at);
+      assert.ok(stamps.every((x: unknown) => typeof x === 'string'));
+      assert.deepEqual(stamps, [...stamps].sort());
       for (const [path, order] of [
         ['/search', 'karma'],
         ['/search', 'random'],
@@ -223,6 +261,7 @@ for (const dialect of testDialects()) {
         const res = body(await get(url, w.bob.token));
         const data = Array.isArray(res.data) ? res.data : Object.values(res.data).flat();
         const keys = data.map(contentKey).sort();
+        assert.ok(keys.length > 0, `${url} finds something, so the engines are compared on results`);
         const first = firstEngine.get(url);
         if (first) assert.deepEqual(keys, first, url);
         else firstEngine.set(url, keys);

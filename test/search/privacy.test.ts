@@ -67,6 +67,9 @@ for (const dialect of testDialects()) {
         await t.inject({ method: 'GET', url: '/search/types?query=zebra&limit=1', token: w.alice.token }),
       );
       for (const list of Object.values(owner.data) as unknown[][]) assert.ok(list.length <= 1);
+      // The owner has a match of each of these kinds, so limit=1 must leave exactly one, not none.
+      for (const kind of ['post', 'comment', 'media', 'messages', 'network'])
+        assert.equal(owner.data[kind].length, 1, kind);
       const stranger = body(
         await t.inject({ method: 'GET', url: '/search/types?query=secret', token: w.carol.token }),
       );
@@ -161,6 +164,9 @@ for (const dialect of testDialects()) {
     it('GET /search/friends finds only confirmed friends, needs a logged-in user, honours exclusions', async () => {
       const aliceFriends = await call(t, 'GET', '/search/friends?query=bob', w.alice.token);
       assert.deepEqual([...uuids(aliceFriends)], [w.bob.uuid]);
+      // Two-way: the side that confirmed finds the side that asked.
+      const bobFriends = await call(t, 'GET', '/search/friends?query=alice', w.bob.token);
+      assert.deepEqual([...uuids(bobFriends)], [w.alice.uuid]);
       const carolSees = await call(t, 'GET', '/search/friends?query=bob', w.carol.token);
       assert.equal(carolSees.length, 0);
       const excluded = await call(
@@ -338,13 +344,27 @@ for (const dialect of testDialects()) {
         '/search?query=pagingword&limit=100&order=created_at:asc',
         t.guest,
       );
+      assert.equal(created.length, 23);
       const times = created.map((d: { created_at: string }) => d.created_at);
       assert.deepEqual(times, [...times].sort());
       const ranked = await call(t, 'GET', '/search?query=pagingword&limit=3', t.guest);
+      assert.equal(ranked.length, 3);
       assert.ok(
         ranked.every((d: { body: string }) => d.body.split('pagingword').length === 4),
         'denser first',
       );
+    });
+
+    it('a pending connection is no friendship: no friends search hit, no friends-only content', async () => {
+      const asker = await t.createUser('pending_asker');
+      const asked = await call(t, 'POST', '/connections', asker.token, { user_uuid: w.alice.uuid });
+      assert.equal(asked.status, 'pending');
+      assert.deepEqual(await call(t, 'GET', '/search/friends?query=pending', w.alice.token), []);
+      assert.deepEqual(await call(t, 'GET', '/search/friends?query=alice', asker.token), []);
+      const seen = await getFresh(t, '/search?query=zebra&limit=100', asker.token);
+      assert.deepEqual(label(uuids(seen)), publicZebra);
+      const post = await t.inject({ method: 'GET', url: `/posts/${w.ids.friendsPost}`, token: asker.token });
+      assert.equal(post.statusCode, 404, post.body);
     });
 
     it('the index can be rebuilt from the base tables with the same results', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createQueryId } from 'kysely';
+import { uuidv7 } from '../../src/db/time.ts';
 import { findNewestAssociationUuids } from '../../src/modules/tag-association/tag-association.repository.ts';
 import {
   body,
@@ -184,6 +185,48 @@ for (const dialect of testDialects()) {
       });
       assert.equal(missing.statusCode, 404);
       assert.equal(body(missing).error.code, 'object_not_found');
+    });
+
+    it('every list refuses a 6th sort key, an 11th filter clause and a 101st uuid, naming the parameter', async () => {
+      const me = await t.createUser();
+      const sorts: Record<string, string[]> = {
+        '/tags': ['uuid', 'name', 'tag_type', 'associations_count', 'created_at', 'updated_at'],
+        '/tag-associations': ['uuid', 'tag_uuid', 'user_uuid', 'target_uuid', 'target_type', 'created_at'],
+        '/karma': ['uuid', 'event', 'target_uuid', 'karma_type', 'points', 'created_at'],
+      };
+      const when = encodeURIComponent('2020-01-01T00:00:00Z');
+      const clauses = ['created_at', 'updated_at']
+        .flatMap((p) => ['gt', 'ge', 'lt', 'le', 'ne'].map((op) => `filterby[${p}][${op}]=${when}`))
+        .concat(`filterby[uuid][ne]=${uuidv7()}`);
+      const ids = Array.from({ length: 101 }, () => uuidv7());
+      for (const [path, keys] of Object.entries(sorts)) {
+        const cases: [string, string][] = [
+          [keys.map((k) => `sortby[${k}]=asc`).join('&'), 'sortby'],
+          [clauses.join('&'), 'filterby'],
+          [`uuids=${ids.join(',')}`, 'uuids'],
+        ];
+        for (const [query, field] of cases) {
+          const res = await t.inject({ method: 'GET', url: `${path}?${query}`, token: me.token });
+          assert.equal(res.statusCode, 400, `${path} ${field}: ${res.body}`);
+          assert.equal(body(res).error.code, 'invalid_request');
+          assert.ok(
+            (body(res).error.details as { field: string }[]).some((d) => d.field === field),
+            `${path} ${field}: ${res.body}`,
+          );
+        }
+        // One fewer of each is accepted.
+        for (const query of [
+          keys
+            .slice(0, 5)
+            .map((k) => `sortby[${k}]=asc`)
+            .join('&'),
+          clauses.slice(0, 10).join('&'),
+          `uuids=${ids.slice(0, 100).join(',')}`,
+        ]) {
+          const res = await t.inject({ method: 'GET', url: `${path}?${query}`, token: me.token });
+          assert.equal(res.statusCode, 200, `${path}: ${res.body}`);
+        }
+      }
     });
 
     it('reads one tag and one association', async () => {
