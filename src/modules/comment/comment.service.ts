@@ -31,7 +31,9 @@ export async function createComment(
   input: CreateCommentInput,
 ): Promise<Comment> {
   return ctx.db.transaction().execute(async (trx) => {
-    if (!(await findVisiblePost(trx, postUuid, userUuid))) throw objectNotFound('post');
+    // Share-locked (PostgreSQL): a visibility edit of the post committing meanwhile is waited for and checked again,
+    // and one that comes later waits for this comment, so its search document and tags carry the post's audience.
+    if (!(await findVisiblePost(trx, postUuid, userUuid, locksRows(ctx)))) throw objectNotFound('post');
     const author = await findUserByUuid(trx, userUuid);
     const now = nowIso();
     const row = {
@@ -77,7 +79,8 @@ export async function commentOwner(
 /** Changes a comment's body (the owner check ran before); emits commentUpdated. */
 export async function updateComment(ctx: Context, uuid: string, input: UpdateCommentInput): Promise<Comment> {
   return ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findCommentByUuid(trx, uuid);
+    // Locked (PostgreSQL): a delete committing meanwhile leaves nothing to update (404, not the old row as if kept).
+    const row = await repo.findCommentByUuid(trx, uuid, locksRows(ctx));
     if (!row) throw objectNotFound('comment');
     const patch = { body: input.body, updated_at: nowIso() };
     await repo.updateCommentRow(trx, uuid, patch);

@@ -50,14 +50,18 @@ export async function findPostByUuid(db: Db, uuid: string, forUpdate = false) {
     .executeTakeFirst();
 }
 
-/** A post row by uuid if `viewer` (null for a guest) may see it. */
-export async function findVisiblePost(db: Db, uuid: string, viewer: string | null) {
+/**
+ * A post row by uuid if `viewer` (null for a guest) may see it; `share` share-locks it until the transaction ends
+ * (PostgreSQL only), so an edit of its visibility and the caller's write wait for each other.
+ */
+export async function findVisiblePost(db: Db, uuid: string, viewer: string | null, share = false) {
   return db
     .selectFrom('posts')
     .modifyFront(PREPARED)
     .selectAll()
     .where('uuid', '=', uuid)
     .where(visibleTo(viewer, 'posts.user_uuid', 'posts.visibility'))
+    .$if(share, (q) => q.forShare())
     .executeTakeFirst();
 }
 
