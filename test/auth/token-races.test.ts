@@ -16,6 +16,7 @@ for (const dialect of testDialects()) {
       t = await startTestApp(dialect, {
         TOKEN_REQUESTS_PER_MINUTE: 10_000,
         PASSWORD_CHANGES_PER_MINUTE: 10_000,
+        LOGIN_FAILURES_PER_MINUTE: 10_000,
       });
       user = await t.createUser();
     });
@@ -75,6 +76,30 @@ for (const dialect of testDialects()) {
         assert.equal(changed.statusCode, 200, changed.body);
         assert.equal(await stillWorks(refreshed), false, `try ${i}: the other device kept a working token`);
       }
+    });
+
+    // The password grant verifies the hash before its transaction (hashing takes a while): a change committing in
+    // between left the old password's login with working tokens the change's revocation never saw.
+    it('by a password change while someone logs in with the old password', async () => {
+      const session = await login();
+      let current = user.password;
+      for (let i = 0; i < TRIES; i++) {
+        const next = `${user.password}-${i}`;
+        const [changed, loggedIn] = await Promise.all([
+          t.inject({
+            method: 'POST',
+            url: `/users/${user.uuid}/update`,
+            token: session.access_token,
+            payload: { password: next },
+          }),
+          grant({ grant_type: 'password', username: user.username, password: current }),
+        ]);
+        assert.equal(changed.statusCode, 200, changed.body);
+        assert.ok([200, 400].includes(loggedIn.statusCode), loggedIn.body);
+        assert.equal(await stillWorks(loggedIn), false, `try ${i}: the old password's login kept a working token`);
+        current = next;
+      }
+      user.password = current;
     });
   });
 }

@@ -76,6 +76,24 @@ export async function lockUserForTokens(db: Db, userUuid: string, mode: 'refresh
     .execute();
 }
 
+/**
+ * The user's password hash as the transaction sees it, share-locked on PostgreSQL (`lock`): a password change
+ * committing meanwhile is waited for, and one that comes later waits for the caller's commit.
+ */
+export async function findPasswordHashForTokens(
+  db: Db,
+  userUuid: string,
+  lock: boolean,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .select('password_hash')
+    .where('uuid', '=', userUuid)
+    .$if(lock, (q) => q.forShare())
+    .executeTakeFirst();
+  return row?.password_hash;
+}
+
 // The unrevoked tokens whose column holds the value are revoked at `at` (a revoked one keeps its first time).
 async function revokeWhere(
   db: Db,

@@ -163,7 +163,15 @@ async function passwordGrant(
   if (!user || !valid) throw invalidGrant('The username (or email) or the password is wrong.');
   // A lost refund only makes the count stricter; the login itself succeeded.
   await env.limiter.refund(keys).catch(() => {});
-  return ctx.db.transaction().execute((trx) => issueTokens(ctx, trx, client.id, user.uuid));
+  return ctx.db.transaction().execute(async (trx) => {
+    // The hash was verified outside any transaction (hashing takes a while): a password change or a delete that
+    // committed since then refuses this login, as it would have refused it a moment later, instead of leaving a
+    // session the change's revocation never saw.
+    const current = await repo.findPasswordHashForTokens(trx, user.uuid, locksRows(ctx));
+    if (current !== user.password_hash)
+      throw invalidGrant('The username (or email) or the password is wrong.');
+    return issueTokens(ctx, trx, client.id, user.uuid);
+  });
 }
 
 async function refreshGrant(
