@@ -4,11 +4,14 @@ import { Worker } from 'node:worker_threads';
 import {
   CompiledQuery,
   type DatabaseConnection,
+  DeleteQueryNode,
   type Driver,
+  InsertQueryNode,
   type QueryResult,
   SelectQueryNode,
   SqliteAdapter,
   type SqliteDatabase,
+  UpdateQueryNode,
 } from 'kysely';
 import type { CheckpointResponse } from './checkpoint-worker.ts';
 import type { NodeSqliteDatabase } from './sqlite-driver.ts';
@@ -402,7 +405,22 @@ export class GroupCommitter {
     let result: QueryResult<R>;
     try {
       if (this.#group) this.#commitGroup();
-      result = runCompiled<R>(this.#writer, query);
+      if (isRowWrite(query)) {
+        // In a transaction of its own begun on timers, as a group's is: in autocommit, a row write meeting another
+        // process's write lock (WORKERS > 1) waited in SQLite's busy handler, asleep on this thread with every
+        // request. Other statements (pragmas, a checkpoint) cannot all run inside a transaction and stay as they were.
+        await this.#beginImmediate();
+        const raw = this.#writer.raw;
+        try {
+          result = runCompiled<R>(this.#writer, query);
+          raw.exec('COMMIT');
+        } catch (err) {
+          if (raw.isTransaction) raw.exec('ROLLBACK');
+          throw err;
+        }
+      } else {
+        result = runCompiled<R>(this.#writer, query);
+      }
     } finally {
       this.#release();
     }
@@ -508,6 +526,13 @@ export class GroupCommitter {
 const RAW_READ = /^\s*select\b/i;
 
 /** Whether a query outside transactions is a read: a query-builder SELECT, or raw SQL that starts with SELECT. */
+/** Whether a statement is an insert, update or delete built with Kysely (not raw SQL). */
+function isRowWrite(query: CompiledQuery): boolean {
+  return (
+    InsertQueryNode.is(query.query) || UpdateQueryNode.is(query.query) || DeleteQueryNode.is(query.query)
+  );
+}
+
 function isRead(query: CompiledQuery): boolean {
   return SelectQueryNode.is(query.query) || (query.query.kind === 'RawNode' && RAW_READ.test(query.sql));
 }

@@ -250,6 +250,31 @@ describe('group commit in the SQLite driver', () => {
     );
   });
 
+  it("a write outside a transaction waits for another process's write lock on timers too", async () => {
+    const HOLD_MS = 300;
+    const locker = new DatabaseSync(join(dir, 'g.db'));
+    locker.exec('BEGIN IMMEDIATE');
+    const released = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        locker.exec('COMMIT');
+        resolve();
+      }, HOLD_MS),
+    );
+    const stalls = watchEventLoopStalls();
+    const started = performance.now();
+    await db.insertInto('item').values({ label: 'alone1', parent_id: 1 }).execute();
+    const waited = performance.now() - started;
+    const maxDrift = stalls.stop();
+    await released;
+    locker.close();
+    assert.equal(count(other, 'alone1'), 1);
+    assert.ok(waited >= HOLD_MS - 20, `the write waited for the lock (${waited.toFixed(0)} ms)`);
+    assert.ok(
+      maxDrift < HOLD_MS / 2,
+      `event loop stalled ${maxDrift.toFixed(0)} ms while waiting for the lock`,
+    );
+  });
+
   it('reads outside transactions see committed data only; a write outside one commits the open group first', async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => {
