@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { access, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { constants, createWriteStream } from 'node:fs';
+import { access, mkdir, open, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -288,14 +288,22 @@ export function safeFileName(row: Pick<Media, 'uuid' | 'title' | 'content_type'>
 export async function openMediaFile(ctx: Context, uuid: string, viewer: string | null) {
   const row = await repo.findVisibleMedia(ctx.db, uuid, viewer);
   if (!row) throw objectNotFound('media');
-  const path = storagePath(ctx, row.storage_key);
-  const info = await stat(path).catch(() => undefined);
-  if (!info) throw objectNotFound('media file');
+  // Opened before anything is answered: a delete removing the file after this still lets these bytes be read, and one
+  // that came first is the 404 of a missing file, where a stream opened later would fail after the headers (a 500).
+  const handle = await open(storagePath(ctx, row.storage_key), 'r').catch(() => undefined);
+  if (!handle) throw objectNotFound('media file');
+  let size: number;
+  try {
+    size = (await handle.stat()).size;
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
   const media = toMedia(row);
   return {
-    stream: createReadStream(path),
+    stream: handle.createReadStream(),
     contentType: media.content_type,
-    size: info.size,
+    size,
     fileName: safeFileName(media),
   };
 }

@@ -73,7 +73,9 @@ export async function updateNetwork(ctx: Context, uuid: string, input: UpdateNet
       ...(input.description !== undefined ? { description: input.description } : {}),
       updated_at: nowIso(),
     };
-    await repo.updateNetworkRow(trx, uuid, patch);
+    // Not locked, so joins are not held up by a rename; a delete committing since the read leaves no row to change,
+    // and the answer is then the 404 of a missing network, not the old row as if kept.
+    if (!(await repo.updateNetworkRow(trx, uuid, patch))) throw objectNotFound('network');
     return toNetwork({ ...row, ...patch });
   });
 }

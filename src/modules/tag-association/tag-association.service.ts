@@ -411,11 +411,18 @@ export async function react(
       created_at: now,
       updated_at: now,
     };
-    const added = await insertAssociationsCounted(trx, ctx.dialect, [row]);
-    if (added.length === 0) {
+    for (
+      let attempt = 1;
+      (await insertAssociationsCounted(trx, ctx.dialect, [row])).length === 0;
+      attempt++
+    ) {
       // A concurrent identical reaction won the race: answer with it.
       const won = await findAssociationByKey(trx, tag.uuid, target.uuid, caller);
       if (won) return { association: toApi(won), created: false };
+      // It was taken back (PostgreSQL) between the insert that met it and this read: the key is free again, and
+      // nothing may be paid for a row that was never stored, so the insert runs again.
+      if (attempt === 3)
+        throw new ApiError('conflict', 'The reaction changed while it was written; send it again.');
     }
     // Subscribers (karma) lock the author's row; PostgreSQL locks the tag's row only at commit (migration 0016).
     await emitReaction(ctx, trx, 'emotionCreated', row, tag.name_key, target.user_uuid);

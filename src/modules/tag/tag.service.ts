@@ -317,12 +317,14 @@ export async function updateTag(
       }
       const clash = await findTagByKey(trx, input.tag_type, key);
       if (clash && clash.uuid !== row.uuid) throw conflict(input.tag_type, clash);
-      await updateTagRow(trx, row.uuid, {
+      const updated = await updateTagRow(trx, row.uuid, {
         name,
         name_key: key,
         tag_type: input.tag_type,
         updated_at: nowIso(),
       });
+      // A delete committing since the read (PostgreSQL) leaves no row: the 404 of a missing tag, not a 500.
+      if (!updated) throw objectNotFound('tag');
       return storedApiTag(trx, ctx.dialect, row.uuid, viewer);
     });
   } catch (err) {
