@@ -96,7 +96,11 @@ for (const dialect of testDialects()) {
         ]);
         assert.equal(changed.statusCode, 200, changed.body);
         assert.ok([200, 400].includes(loggedIn.statusCode), loggedIn.body);
-        assert.equal(await stillWorks(loggedIn), false, `try ${i}: the old password's login kept a working token`);
+        assert.equal(
+          await stillWorks(loggedIn),
+          false,
+          `try ${i}: the old password's login kept a working token`,
+        );
         current = next;
       }
       user.password = current;
