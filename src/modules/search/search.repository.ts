@@ -222,6 +222,9 @@ export function ftsTables(match: Match): { table: 'search_fts' | 'search_fts_en'
   return match.stem === 'en' ? [plain, { table: 'search_fts_en', lastPrefix: false }] : [plain];
 }
 
+/** A tsquery lexeme no document holds: the parser splits text at blanks, so no indexed lexeme contains one. */
+const NO_DOCUMENT = "' no document'";
+
 /**
  * The tsquery of a match: all words as typed with the last as a prefix, or (with a stemming language) all words
  * stemmed as whole words; the same two alternatives as the two FTS5 tables on SQLite.
@@ -236,9 +239,17 @@ export function tsquery(match: Match, weighted = true): RawBuilder<unknown> {
     isExpandedPrefix(match, i)
       ? (match.prefixWords ?? []).map((w) => `'${w}':${weight}`).join(' | ')
       : `'${t}'${suffix(i)}`;
+  // A word PostgreSQL's parser makes no lexeme of (a character it does not count as a letter or digit, such as ❶, or
+  // over its 2,047-byte limit) gave an empty tsquery, which && drops: the other words alone then matched. Every word
+  // must match, so such a word as typed becomes one no document holds (a lexeme with a blank, which the parser never
+  // writes). Stemmed words keep PostgreSQL's rule, which drops stop words on purpose.
+  const plainQuery = (t: string, i: number) =>
+    sql`coalesce(nullif(to_tsquery('simple'::regconfig, ${plainTerm(t, i)}), ''::tsquery), ${NO_DOCUMENT}::tsquery)`;
   const all = (config: string, plain: boolean) =>
     sql.join(
-      match.terms.map((t, i) => sql`to_tsquery(${config}::regconfig, ${plain ? plainTerm(t, i) : `'${t}'`})`),
+      match.terms.map((t, i) =>
+        plain ? plainQuery(t, i) : sql`to_tsquery(${config}::regconfig, ${`'${t}'`})`,
+      ),
       sql` && `,
     );
   const stemmer = match.stem ? PG_STEMMERS[match.stem] : undefined;
