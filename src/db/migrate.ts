@@ -87,6 +87,7 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): P
   // column in ran for minutes): the time limit of requests does not apply. The connection gets it back afterwards;
   // a failure to reset it (a broken connection) must not hide the migration's own error.
   return db.connection().execute(async (conn) => {
+    await refuseAsciiOnlyCtype(conn);
     await sql`SET statement_timeout = 0`.execute(conn);
     try {
       return await runMigrations(conn, dialect);
@@ -94,6 +95,22 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): P
       await sql`RESET statement_timeout`.execute(conn).catch(() => undefined);
     }
   });
+}
+
+/**
+ * Refuses a PostgreSQL database whose character classes are libc's C or POSIX: there `lower()` and `[:alnum:]`
+ * know ASCII letters only, so the search index (search_fold) would drop every other letter while queries keep them,
+ * and a search for "привет" would find nothing. An ICU database is judged by ICU, whatever its LC_CTYPE.
+ */
+async function refuseAsciiOnlyCtype(db: Kysely<Database>): Promise<void> {
+  const { rows } = await sql<{ ctype: string; provider: string | null }>`
+    select d.datctype as ctype, to_jsonb(d) ->> 'datlocprovider' as provider
+    from pg_database d where d.datname = current_database()`.execute(db);
+  const row = rows[0];
+  if (!row || row.provider === 'i' || !['C', 'POSIX'].includes(row.ctype)) return;
+  throw new Error(
+    `DATABASE_URL: the database's LC_CTYPE is ${row.ctype}, under which PostgreSQL treats only ASCII letters as letters, so searches in any other script would find nothing. Create it with a UTF-8 locale, e.g. CREATE DATABASE name TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8' (docs/deployment.md).`,
+  );
 }
 
 async function runMigrations(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
