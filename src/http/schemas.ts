@@ -54,3 +54,9 @@ export function nameTextSchema(max: number, description: string) {
 export function shownTextSchema(max: number, description: string) {
   return Type.String({ maxLength: max, pattern: SHOWN_TEXT, description });
 }
+
+/**
+ * JSON null in a body, clearing an optional field. Not `type: 'null'`: the validator coerces types (for query
+ * strings and forms) and would take "" for null there, silently clearing a field where an empty text was refused.
+ */
+export const ClearValue = Type.Unsafe<null>({ const: null, description: 'null clears the field.' });

@@ -42,25 +42,42 @@ async function derive(password: string, salt: Buffer, p: typeof PARAMS): Promise
   }
 }
 
-/** Hashes a password with argon2id into a PHC string. */
+/**
+ * The form a password is hashed in: NFKC (NIST SP 800-63B 5.1.1.2), so "ä" typed as one character or as "a" and a
+ * combining mark (macOS sends the latter) is the same password.
+ */
+function normalForm(password: string): string {
+  return password.normalize('NFKC');
+}
+
+/** Hashes a password, in its normal form, with argon2id into a PHC string. */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  const hash = await derive(password, salt, PARAMS);
+  const hash = await derive(normalForm(password), salt, PARAMS);
   return `$argon2id$v=19$m=${PARAMS.memory},t=${PARAMS.passes},p=${PARAMS.parallelism}$${b64(salt)}$${b64(hash)}`;
 }
 
-/** Checks a password against a PHC string; false for anything malformed. */
+/**
+ * Checks a password against a PHC string; false for anything malformed. The normal form is tried first; a password
+ * typed in another form is also tried as typed, as hashes made before passwords were normalized hold it so.
+ */
 export async function verifyPassword(password: string, phc: string): Promise<boolean> {
   const m = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/.exec(phc);
   if (!m) return false;
   const expected = Buffer.from(m[5] as string, 'base64');
-  const actual = await derive(password, Buffer.from(m[4] as string, 'base64'), {
+  const params = {
     memory: Number(m[1]),
     passes: Number(m[2]),
     parallelism: Number(m[3]),
     tagLength: expected.length,
-  });
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
+  };
+  const salt = Buffer.from(m[4] as string, 'base64');
+  const matches = async (form: string) => {
+    const actual = await derive(form, salt, params);
+    return actual.length === expected.length && timingSafeEqual(actual, expected);
+  };
+  const normal = normalForm(password);
+  return (await matches(normal)) || (normal !== password && (await matches(password)));
 }
 
 // A hash of no password anyone knows, with the parameters of real ones, made without hashing: a dummy hashed on

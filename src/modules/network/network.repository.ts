@@ -35,7 +35,12 @@ export async function clearNetworkReferences(db: Db, uuid: string, now: string):
     .set({ network_uuid: null, updated_at: now })
     .where('network_uuid', '=', uuid)
     .execute();
-  await db.updateTable('posts').set({ network_uuid: null }).where('network_uuid', '=', uuid).execute();
+  // updated_at moves with the visible field, as on the members, so a client syncing by it sees the change.
+  await db
+    .updateTable('posts')
+    .set({ network_uuid: null, updated_at: now })
+    .where('network_uuid', '=', uuid)
+    .execute();
 }
 
 /** Removes a network row. */

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { nameTextSchema, UuidSchema, uuidSchema } from '../../http/schemas.ts';
+import { ClearValue, nameTextSchema, UuidSchema, uuidSchema } from '../../http/schemas.ts';
 
 /** Largest payment_id: the largest integer both engines and JSON carry exactly (2^53 - 1). */
 export const MAX_PAYMENT_ID = Number.MAX_SAFE_INTEGER;
@@ -55,7 +55,7 @@ export type CreateNetworkInput = Static<typeof CreateNetworkBody>;
 
 /** Body of POST /networks/{uuid}/update: at least one field. */
 export const UpdateNetworkBody = Type.Object(
-  { name: Type.Optional(Name), description: Type.Optional(Description) },
+  { name: Type.Optional(Name), description: Type.Optional(Type.Union([ClearValue, Description])) },
   { additionalProperties: false, minProperties: 1 },
 );
 

@@ -116,6 +116,10 @@ export async function joinNetwork(ctx: Context, userUuid: string, uuid: string):
   return ctx.db.transaction().execute(async (trx) => {
     if (!(await repo.findNetworkByUuid(trx, uuid, networkLock(ctx, 'key share'))))
       throw objectNotFound('network');
+    const current = await findUserByUuid(trx, userUuid);
+    if (!current) throw objectNotFound('user');
+    // Joining the network one is in changes nothing, updated_at included.
+    if (current.network_uuid === uuid) return toPublicUser(current);
     await updateUser(trx, userUuid, { network_uuid: uuid, updated_at: nowIso() });
     const user = await findUserByUuid(trx, userUuid);
     if (!user) throw objectNotFound('user');

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { nameTextSchema, uuidSchema } from '../../http/schemas.ts';
+import { ClearValue, nameTextSchema, uuidSchema } from '../../http/schemas.ts';
 import { languageSchema } from './languages.ts';
 
 const UserUuid = uuidSchema('UUID of the user');
@@ -79,13 +79,13 @@ export const RegisterBody = Type.Object(
 );
 
 /**
- * Body of POST /users/{uuid}/update: any of the fields; null clears display_name or bio. Null comes first in the
- * unions because the validator coerces types: with string first, null would be stored as "".
+ * Body of POST /users/{uuid}/update: any of the fields; JSON null clears display_name or bio, and "" is judged as
+ * the text it is (a 400 for display_name, an empty bio), as at registration.
  */
 export const UpdateBody = Type.Object(
   {
-    display_name: Type.Optional(Type.Union([Type.Null(), DisplayName])),
-    bio: Type.Optional(Type.Union([Type.Null(), Bio])),
+    display_name: Type.Optional(Type.Union([ClearValue, DisplayName])),
+    bio: Type.Optional(Type.Union([ClearValue, Bio])),
     language: Type.Optional(languageSchema),
     password: Type.Optional(Password),
   },
