@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -9,14 +8,17 @@ import { migrateToLatest } from './db/migrate.ts';
 import { ReadGate } from './db/read-gate.ts';
 import { EventBus } from './events/bus.ts';
 import { rejectUnknownFieldFloods } from './http/body-fields.ts';
-import { answerClientError } from './http/client-error.ts';
+import { answerClientError, answerUnmetExpectation, requestIdFor } from './http/client-error.ts';
+import { rejectContentEncoding } from './http/content-encoding.ts';
+import { corsOptions } from './http/cors.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { emptyBodyIsObject } from './http/empty-body.ts';
 import { ErrorEnvelope, NoBody, NoQuery } from './http/envelope.ts';
 import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import { installFormBodyParser } from './http/form-body.ts';
 import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
-import { parseNested, parseQueryString } from './http/query-string.ts';
+import { parseQueryString, rejectMalformedQuery } from './http/query-string.ts';
 import { rejectRepeatedAuthorization } from './http/repeated-headers.ts';
 import { RequestLogController, requestForLog } from './http/request-log.ts';
 import { rejectUnstorableText } from './http/text-input.ts';
@@ -36,8 +38,6 @@ export interface BuildOptions {
   /** Pino options or false; defaults to JSON logs at LOG_LEVEL. */
   logger?: boolean | object;
 }
-
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Methods whose operations may take a body. */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -97,6 +97,9 @@ async function assembleApp(
   };
   for (const m of modules) m.subscribe?.(ctx);
 
+  // Fastify's default 0 switched Node's request timeout off: a client that sent headers and then nothing held its
+  // connection for good. Node checks the timeouts every 30 s by default, which a short test timeout would outlast.
+  const requestTimeout = config.REQUEST_TIMEOUT_SECONDS * 1000;
   const app = Fastify({
     // Headers are never logged; a request's URL is, with secret-looking query parameters masked.
     logger:
@@ -107,12 +110,15 @@ async function assembleApp(
           : options.logger,
     logController: new RequestLogController(),
     bodyLimit: 1024 * 1024,
+    requestTimeout,
+    http: {
+      requestTimeout,
+      headersTimeout: Math.min(60_000, requestTimeout),
+      connectionsCheckingInterval: Math.min(30_000, requestTimeout / 4),
+    },
     trustProxy: config.TRUST_PROXY,
     requestIdHeader: false,
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    },
+    genReqId: requestIdFor,
     routerOptions: { querystringParser: parseQueryString, maxParamLength: 200 },
     clientErrorHandler: answerClientError,
     // The router refuses a malformed URL (bad percent-encoding) or an over-long path parameter before any hook or
@@ -132,16 +138,25 @@ async function assembleApp(
       customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true, useDefaults: true },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // An Expect other than 100-continue: Node's bare 417 would be outside the envelope, without a request id.
+  app.server.on('checkExpectation', answerUnmetExpectation);
 
   // Hooks on every request take a callback rather than returning a promise: one microtask less each.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // Whatever the answer (an unknown token's 401, a 404 before any check), one to a request with credentials is
+    // for that caller only: the token check's own no-store came too late for the answers given before it.
+    if (request.headers.authorization !== undefined) reply.header('cache-control', 'no-store');
     done();
   });
   // Two Authorization headers: a 400 before any access check reads the first.
   app.addHook('onRequest', rejectRepeatedAuthorization);
   // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
   app.addHook('preHandler', rejectUnstorableText);
+  // A body in gzip, br, ...: a 415 before a parser reads it as plain.
+  app.addHook('preParsing', rejectContentEncoding);
+  // A malformed percent escape in the query string: a 400 naming the parameter, before the validator sees the rest.
+  app.addHook('preValidation', rejectMalformedQuery);
   // A flood of unknown body fields: a 400 before the validator names each one.
   app.addHook('preValidation', rejectUnknownFieldFloods);
   // JSON fields of the wrong JSON type: a 400 before the validator coerces them (it must, for query strings and forms).
@@ -151,12 +166,8 @@ async function assembleApp(
   app.addHook('preValidation', rejectLooseTextValues);
   // Uuids in any case find what their lower-case spelling finds, on every route.
   app.addHook('preHandler', lowerCaseUuids);
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string' },
-    (_request, body, done) => done(null, parseNested(body as string)),
-  );
-  // A JSON field given twice is refused, as a repeated query or form parameter is.
+  // Form and JSON bodies: UTF-8 only, a form's percent escapes well-formed, a JSON field given twice refused.
+  installFormBodyParser(app);
   installJsonBodyParser(app);
   // Fastify parses text/plain by default; the contract accepts only JSON and form bodies (415 for the rest).
   app.removeContentTypeParser('text/plain');
@@ -177,7 +188,7 @@ async function assembleApp(
   });
   installErrorHandler(app);
   installNotFoundHandler(app);
-  if (config.CORS_ORIGINS.length > 0) await app.register(cors, { origin: config.CORS_ORIGINS });
+  if (config.CORS_ORIGINS.length > 0) await app.register(cors, corsOptions(config.CORS_ORIGINS));
   await app.register(openapiPlugin);
   await app.register(metricsPlugin);
   await app.register(accessPlugin, { ctx });

@@ -192,6 +192,12 @@ export const variables = {
     description: 'Largest accepted media upload in bytes.',
     parse: int(1, 1 << 30),
   },
+  REQUEST_TIMEOUT_SECONDS: {
+    default: '120',
+    description:
+      "Longest time a request may take to arrive, headers and body, in seconds (Node's `requestTimeout`; its headers must arrive within 60 s, or this when less). Node checks every 30 s (a quarter of this when less), so a request is cut off up to that much later. A late one is answered 400 and its connection closed. 120 lets an upload of the default MEDIA_MAX_BYTES (10 MiB) arrive at 87 KB/s (0.7 Mbit/s); raise both together for larger uploads or slower links.",
+    parse: int(1, 3600),
+  },
   TRUST_PROXY: {
     default: 'false',
     description: 'Trust X-Forwarded-For from a proxy in front of the service (true/false).',

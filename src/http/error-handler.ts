@@ -14,16 +14,19 @@ interface AjvError {
 
 const CONTEXT_PREFIX: Record<string, string> = { body: '', querystring: '', params: '', headers: 'header ' };
 
+/** Longest part of a field name echoed in an error: names come from the request, and 20 of 50 KB made 2 MB. */
+const ECHOED_NAME = 60;
+
 function fieldOf(e: AjvError, context: string | undefined): string {
   const path = e.instancePath
     .split('/')
     .filter(Boolean)
-    .map((p, i) => (i === 0 ? p : `[${p}]`))
+    .map((p, i) => (i === 0 ? p.slice(0, ECHOED_NAME) : `[${p.slice(0, ECHOED_NAME)}]`))
     .join('');
   if (e.keyword === 'required')
     return path ? `${path}[${e.params.missingProperty}]` : String(e.params.missingProperty);
   if (e.keyword === 'additionalProperties') {
-    const extra = String(e.params.additionalProperty);
+    const extra = String(e.params.additionalProperty).slice(0, ECHOED_NAME);
     return path ? `${path}[${extra}]` : extra;
   }
   return path || (context === 'body' ? 'body' : '(root)');
@@ -79,8 +82,12 @@ const SYNONYMS: Record<string, string[]> = {
   locale: ['language'],
 };
 
+// Longer than any accepted name by far: no suggestion, and no edit distance over 50 KB names.
+const SUGGESTED_NAME_MAX = 64;
+
 /** The accepted name a misspelt one most likely meant (`sort` -> `sortby`, `limt` -> `limit`), if any is close. */
 function closest(name: string, accepted: string[]): string | undefined {
+  if (name.length > SUGGESTED_NAME_MAX) return undefined;
   const n = name.toLowerCase();
   const synonym = Object.hasOwn(SYNONYMS, n) ? SYNONYMS[n]?.find((s) => accepted.includes(s)) : undefined;
   if (synonym) return synonym;
@@ -172,7 +179,9 @@ export function validationDetails(
   // anyOf/oneOf wrappers repeat what their branches said.
   const wrapper = (e: AjvError) => e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if';
   // A nullable field's value failed both branches: what the value itself broke says more than "must be null".
-  const nullOnly = (e: AjvError) => e.keyword === 'type' && e.params.type === 'null';
+  const nullOnly = (e: AjvError) =>
+    (e.keyword === 'type' && e.params.type === 'null') ||
+    (e.keyword === 'const' && e.params.allowedValue === null);
   const brokeMore = new Set(errors.filter((e) => !nullOnly(e) && !wrapper(e)).map((e) => e.instancePath));
   for (const e of errors) {
     if (wrapper(e)) continue;

@@ -1,5 +1,44 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import qs from 'qs';
+import { ApiError } from './errors.ts';
 import { DROPPED_KEYS, prototypeKeysIn } from './text-input.ts';
+
+/**
+ * Set by parseNested on what it returns (an empty object then) when a parameter's name or value is not well-formed
+ * percent-encoded UTF-8: that parameter's name, cut short. The query string hook and the form parser refuse it.
+ */
+export const MALFORMED_PARAMETER = Symbol('parameter with malformed percent-encoding');
+
+/** Thrown by strictDecode out of qs.parse, caught by parseNested. */
+class MalformedEscape extends Error {
+  readonly parameter: string;
+  constructor(parameter: string) {
+    super('malformed percent-encoding');
+    this.parameter = parameter;
+  }
+}
+
+// The name of the pair qs decodes now: qs decodes each pair's name, then its value, synchronously.
+let decodingName = '';
+
+/**
+ * qs's decoder, but throwing where qs's own returns the text as it came: `%ZZ`, a lone `%`, or escapes that are
+ * not UTF-8 (`caf%E9`, Latin-1) would otherwise be kept literally (and stored), and a name broken so would escape
+ * the prototype-name check, which reads decoded names.
+ */
+function strictDecode(text: string, _default: unknown, _charset: unknown, type: 'key' | 'value'): string {
+  const spaced = text.includes('+') ? text.replaceAll('+', ' ') : text;
+  let decoded = spaced;
+  if (spaced.includes('%')) {
+    try {
+      decoded = decodeURIComponent(spaced);
+    } catch {
+      throw new MalformedEscape((type === 'key' ? spaced : decodingName).slice(0, 60));
+    }
+  }
+  if (type === 'key') decodingName = decoded;
+  return decoded;
+}
 
 const QS_OPTIONS: qs.IParseOptions = {
   depth: 3,
@@ -7,11 +46,38 @@ const QS_OPTIONS: qs.IParseOptions = {
   parameterLimit: 300,
   allowPrototypes: false,
   duplicates: 'combine',
+  decoder: strictDecode as qs.IParseOptions['decoder'],
 };
+
+/** The 400 for a parameter of a query string or form body whose percent-encoding is malformed. */
+export function malformedEncoding(parameter: string, where: 'query string' | 'form body'): ApiError {
+  const message =
+    'is not well-formed percent-encoded UTF-8: a "%" must start an escape of UTF-8 bytes such as %25 (a "%") or %C3%A9 ("é")';
+  return new ApiError(
+    'invalid_request',
+    `Invalid ${parameter} in the ${where}: ${message}; encode the text as UTF-8, then percent-encode it.`,
+    [{ field: parameter, message }],
+  );
+}
+
+/** The parameter parseNested found malformed in what it returned, if any. */
+export function malformedParameterOf(parsed: unknown): string | undefined {
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  return (parsed as { [MALFORMED_PARAMETER]?: string })[MALFORMED_PARAMETER];
+}
 
 /** Parses a query string or form body with nested keys (`filterby[p][op]=v`), bounded in depth and size. */
 export function parseNested(text: string): Record<string, unknown> {
-  const parsed = qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
+  } catch (err) {
+    if (!(err instanceof MalformedEscape)) throw err;
+    // Not thrown on: the router calls the query string parser before any hook could answer for it.
+    const refused: Record<string, unknown> = {};
+    Object.defineProperty(refused, MALFORMED_PARAMETER, { value: err.parameter, enumerable: false });
+    return refused;
+  }
   // qs drops prototype-member names silently; they are remembered so the request is refused (DROPPED_KEYS).
   const dropped = prototypeKeysIn(text);
   if (dropped.length > 0) Object.defineProperty(parsed, DROPPED_KEYS, { value: dropped, enumerable: false });
@@ -39,8 +105,9 @@ export function parseQueryString(text: string): Record<string, unknown> {
     return copyParsed(known) as Record<string, unknown>;
   }
   const parsed = parseNested(text);
-  // A request with dropped names is refused: nothing worth remembering, and the mark would need copying.
-  if (DROPPED_KEYS in parsed) return parsed;
+  // A request with dropped names or a malformed escape is refused: nothing worth remembering, and the mark would
+  // need copying.
+  if (DROPPED_KEYS in parsed || MALFORMED_PARAMETER in parsed) return parsed;
   if (remembered.size >= REMEMBERED_QUERIES) remembered.delete(remembered.keys().next().value as string);
   remembered.set(text, parsed);
   return copyParsed(parsed) as Record<string, unknown>;
@@ -54,4 +121,17 @@ function copyParsed(value: unknown): unknown {
   // No key is `__proto__` or another prototype member: qs drops those, and such a parse is not remembered.
   for (const key of Object.keys(value)) copy[key] = copyParsed((value as Record<string, unknown>)[key]);
   return copy;
+}
+
+/**
+ * preValidation hook: a query string with a malformed percent escape (MALFORMED_PARAMETER) is a 400 naming the
+ * parameter, before the validator judges the empty query parseNested left in its place.
+ */
+export function rejectMalformedQuery(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (err?: Error) => void,
+): void {
+  const parameter = malformedParameterOf(request.query);
+  done(parameter === undefined ? undefined : malformedEncoding(parameter, 'query string'));
 }

@@ -12,9 +12,10 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 /**
- * Set by the query string and form parser (parseNested in app.ts) on what it returns: the parameter names it dropped
- * because a part of them is a member of `Object.prototype` (`filterby[constructor][eq]`, `__proto__[x]`). qs drops
- * them to keep the prototype safe, which would answer an unfiltered page; rejectUnstorableText refuses them instead.
+ * Set by the query string and form parser (parseNested in query-string.ts) on what it returns: the parameter names
+ * it dropped because a part of them is a member of `Object.prototype` (`filterby[constructor][eq]`, `__proto__[x]`).
+ * qs drops them to keep the prototype safe, which would answer an unfiltered page; rejectUnstorableText refuses them
+ * instead.
  */
 export const DROPPED_KEYS = Symbol('dropped parameter names');
 
@@ -36,11 +37,14 @@ export function prototypeKeysIn(text: string): string[] {
     const bracketEquals = pair.indexOf(']=');
     const end = bracketEquals === -1 ? pair.indexOf('=') : bracketEquals + 1;
     const raw = end === -1 ? pair : pair.slice(0, end);
+    const spaced = raw.replaceAll('+', ' ');
     let key: string;
     try {
-      key = decodeURIComponent(raw.replaceAll('+', ' '));
+      key = decodeURIComponent(spaced);
     } catch {
-      continue;
+      // A name with a broken escape (`filterby[constructor]%`) is read as it came, as a lenient parser reads
+      // it: skipped, a prototype-member part in it would pass unnoticed while the parser dropped the name.
+      key = spaced;
     }
     if (
       key

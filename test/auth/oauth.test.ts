@@ -21,8 +21,8 @@ for (const dialect of testDialects()) {
       asClient({ grant_type: 'password', username, password });
 
     before(async () => {
-      // Many failed logins on purpose here; the failure limit has its own test file.
-      t = await startTestApp(dialect, { LOGIN_FAILURES_PER_MINUTE: 1000 });
+      // Many failed logins and token requests on purpose here; the limits have their own test files.
+      t = await startTestApp(dialect, { LOGIN_FAILURES_PER_MINUTE: 1000, TOKEN_REQUESTS_PER_MINUTE: 1000 });
       alice = await t.createUser('alice_oauth');
       await saveClient(t.ctx.db, { ...third, name: 'Third party', firstParty: false });
       await saveClient(t.ctx.db, { ...off, name: 'Disabled', firstParty: true });
@@ -144,6 +144,35 @@ for (const dialect of testDialects()) {
         if (usedBasic) assert.match(String(res.headers['www-authenticate']), /^Basic/);
         else assert.equal(res.headers['www-authenticate'], undefined);
       }
+    });
+
+    it('Basic credentials with a NUL or another control character are malformed: 401 invalid_client, never a 500', async () => {
+      const { id, secret } = t.client;
+      const raw = (text: string) => `Basic ${Buffer.from(text).toString('base64')}`;
+      const headers = [
+        basic(`${id}\u0000`, secret),
+        basic(id, `\u0000${secret}`),
+        basic(`${id}%00`, secret),
+        basic(id, `${secret}%00`),
+        basic(`te\u0001st`, secret),
+        basic(id, `${secret}\u007f`),
+        basic(id, `${secret}%0A`),
+        raw(`${id}:${secret}\r\n`),
+      ];
+      for (const authorization of headers) {
+        for (const [url, payload] of [
+          ['/oauth/token', { grant_type: 'client_credentials' }],
+          ['/oauth/revoke', { token: 'x'.repeat(43) }],
+        ] as const) {
+          const res = await t.inject({ method: 'POST', url, payload, headers: { authorization } });
+          assert.equal(res.statusCode, 401, `${url} ${authorization}: ${res.body}`);
+          assert.equal(body(res).error, 'invalid_client');
+          assert.match(body(res).error_description, /not valid HTTP Basic/);
+          assert.match(String(res.headers['www-authenticate']), /^Basic/);
+        }
+      }
+      const ok = await token({ grant_type: 'client_credentials' }, { authorization: basic(id, secret) });
+      assert.equal(ok.statusCode, 200, ok.body);
     });
 
     it('a disabled client’s tokens stop working', async () => {

@@ -117,6 +117,108 @@ for (const dialect of testDialects()) {
       assert.equal(doc.paths['/posts'].post.requestBody.required, true);
     });
 
+    it('an operation that takes no body accepts an empty body labelled JSON; one that needs a body refuses it', async () => {
+      const alice = await t.createUser();
+      const bob = await t.createUser();
+      const request = await t.inject({
+        method: 'POST',
+        url: '/connections',
+        token: alice.token,
+        payload: { user_uuid: bob.uuid },
+      });
+      assert.equal(request.statusCode, 201, request.body);
+      const connection = body(request).data.uuid;
+      const before = await countRows(t.ctx.db, 'posts');
+      for (const type of ['application/json', 'application/json; charset=utf-8']) {
+        const headers = { 'content-type': type, 'content-length': '0' };
+        const confirm = await t.inject({
+          method: 'POST',
+          url: `/connections/${connection}/confirm`,
+          token: bob.token,
+          headers,
+          payload: '',
+        });
+        assert.equal(confirm.statusCode, 200, `${type}: ${confirm.body}`);
+        assert.equal(body(confirm).data.status, 'confirmed');
+        const post = await t.inject({
+          method: 'POST',
+          url: '/posts',
+          token: alice.token,
+          headers,
+          payload: '',
+        });
+        assert.equal(post.statusCode, 400, `${type}: ${post.body}`);
+        assert.equal(body(post).error.code, 'invalid_request');
+      }
+      assert.equal(await countRows(t.ctx.db, 'posts'), before);
+    });
+
+    it('answers Cache-Control: no-store to every request with credentials, also those refused before the token check', async () => {
+      const cases = [
+        { method: 'GET' as const, url: '/me', authorization: 'Bearer no-such-token', status: 401 },
+        { method: 'GET' as const, url: '/me', authorization: 'Basic dGVzdDp0ZXN0', status: 401 },
+        { method: 'GET' as const, url: '/no/such/thing', authorization: `Bearer ${t.guest}`, status: 404 },
+        { method: 'DELETE' as const, url: '/health', authorization: `Bearer ${t.guest}`, status: 405 },
+        { method: 'POST' as const, url: '/tags/create', authorization: `Bearer ${t.guest}`, status: 404 },
+        { method: 'GET' as const, url: '/health', authorization: `Bearer ${t.guest}`, status: 200 },
+      ];
+      for (const c of cases) {
+        const res = await t.inject({
+          method: c.method,
+          url: c.url,
+          headers: { authorization: c.authorization },
+          ...(c.method === 'POST' ? { payload: { name: 'x' } } : {}),
+        });
+        assert.equal(res.statusCode, c.status, `${c.method} ${c.url}: ${res.body}`);
+        assert.equal(res.headers['cache-control'], 'no-store', `${c.method} ${c.url}`);
+      }
+      // Without credentials a public answer stays cacheable as before.
+      const open = await t.inject({ method: 'GET', url: '/health' });
+      assert.equal(open.headers['cache-control'], undefined);
+    });
+
+    it('echoes at most 60 characters of each unknown field name and suggests no name for a long one', async () => {
+      // 20 names of 50 KB (the most the validator names one by one) made a 2 MB answer, each name compared with
+      // every accepted one by edit distance.
+      const user = await t.createUser();
+      const before = await countRows(t.ctx.db, 'posts');
+      const long = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${i}`.padEnd(50_000, 'x'), 0]));
+      const res = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: user.token,
+        payload: { body: 'hi', ...long },
+      });
+      assert.equal(res.statusCode, 400, res.body.slice(0, 300));
+      const error = body(res).error;
+      assert.equal(error.details.length, 20);
+      assert.ok(
+        error.details.every((d: { field: string }) => d.field.length <= 60),
+        'names cut short',
+      );
+      assert.ok(res.body.length < 20_000, `${res.body.length} bytes`);
+      const near = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: user.token,
+        payload: { body: 'hi', [`visibility${'y'.repeat(100)}`]: 'public' },
+      });
+      assert.equal(near.statusCode, 400, near.body);
+      assert.doesNotMatch(body(near).error.message, /did you mean/);
+      assert.equal(body(near).error.details[0].field, `visibility${'y'.repeat(50)}`);
+      const typo = await t.inject({
+        method: 'POST',
+        url: '/posts',
+        token: user.token,
+        payload: { body: 'hi', visibilty: 'public' },
+      });
+      assert.match(
+        body(typo).error.message,
+        /visibilty is not an accepted field here; did you mean visibility\?/,
+      );
+      assert.equal(await countRows(t.ctx.db, 'posts'), before);
+    });
+
     it('refuses a body of thousands of unknown fields whole, naming the first 20, storing nothing', async () => {
       // Each unknown field was one validation error, then matched against every accepted name: 110,000 of them in a
       // 1 MB body held the event loop for a second. Now they are counted and refused before validation.

@@ -21,12 +21,26 @@ import {
   revokeTokenRequest,
 } from './oauth.service.ts';
 
-function formDecode(s: string): string {
-  try {
-    return decodeURIComponent(s.replace(/\+/g, ' '));
-  } catch {
-    return s;
+/** Whether a text holds a control character (C0 or DEL). */
+function hasControl(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
   }
+  return false;
+}
+
+/** One form-encoded part of HTTP Basic credentials, decoded; undefined when it holds a control character. */
+function formDecode(s: string): string | undefined {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    // Kept as sent: clients that do not form-encode a secret with a `%` in it have always been let in.
+    decoded = s;
+  }
+  // No client id or secret holds a control character; PostgreSQL refuses a NUL in text outright (a 500 before).
+  return hasControl(decoded) ? undefined : decoded;
 }
 
 /** Client credentials from HTTP Basic (RFC 6749 2.3.1: both parts form-encoded) and the body. */
@@ -37,8 +51,9 @@ function clientCredentials(request: FastifyRequest, body: { client_id?: string; 
     const m = /^basic +([A-Za-z0-9+/]+=*) *$/i.exec(header.trim());
     const decoded = m ? Buffer.from(m[1] as string, 'base64').toString('utf8') : '';
     const i = decoded.indexOf(':');
-    creds.basic =
-      i > 0 ? { id: formDecode(decoded.slice(0, i)), secret: formDecode(decoded.slice(i + 1)) } : 'malformed';
+    const id = i > 0 ? formDecode(decoded.slice(0, i)) : undefined;
+    const secret = i > 0 ? formDecode(decoded.slice(i + 1)) : undefined;
+    creds.basic = id !== undefined && secret !== undefined ? { id, secret } : 'malformed';
   }
   return creds;
 }
