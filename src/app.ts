@@ -153,8 +153,6 @@ async function assembleApp(
   app.addHook('onRequest', rejectRepeatedAuthorization);
   // NUL characters and lone surrogates: a 400 before any handler, instead of a PostgreSQL error (500).
   app.addHook('preHandler', rejectUnstorableText);
-  // A body in gzip, br, ...: a 415 before a parser reads it as plain.
-  app.addHook('preParsing', rejectContentEncoding);
   // A malformed percent escape in the query string: a 400 naming the parameter, before the validator sees the rest.
   app.addHook('preValidation', rejectMalformedQuery);
   // A flood of unknown body fields: a 400 before the validator names each one.
@@ -173,6 +171,12 @@ async function assembleApp(
   app.removeContentTypeParser('text/plain');
 
   app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    // A body in gzip, br, ...: a 415 before a parser reads it as plain. On the operations that take a body only: a
+    // root hook would put a preParsing step on every read too.
+    if (methods.some((m) => BODY_METHODS.has(m))) {
+      route.preParsing = [rejectContentEncoding, ...[route.preParsing ?? []].flat()];
+    }
     // Every documented operation lists the error envelope, so clients and the OpenAPI document see its shape.
     if (!route.schema || route.schema.hide) return;
     const response = (route.schema.response ?? {}) as Record<string, unknown>;
@@ -180,7 +184,6 @@ async function assembleApp(
     // An operation without query parameters refuses any, so a misspelt parameter is never silently ignored.
     route.schema.querystring ??= NoQuery;
     // Likewise an operation that takes no body refuses any property in one; a bare POST is an empty body.
-    const methods = [route.method].flat();
     if (route.schema.body === undefined && methods.some((m) => BODY_METHODS.has(m))) {
       route.schema.body = NoBody;
       route.preValidation = [emptyBodyIsObject, ...[route.preValidation ?? []].flat()];

@@ -525,7 +525,6 @@ export class GroupCommitter {
 // read-only, so a statement sent there by mistake fails loudly instead of writing outside the group.
 const RAW_READ = /^\s*select\b/i;
 
-/** Whether a query outside transactions is a read: a query-builder SELECT, or raw SQL that starts with SELECT. */
 /** Whether a statement is an insert, update or delete built with Kysely (not raw SQL). */
 function isRowWrite(query: CompiledQuery): boolean {
   return (
@@ -533,6 +532,7 @@ function isRowWrite(query: CompiledQuery): boolean {
   );
 }
 
+/** Whether a query outside transactions is a read: a query-builder SELECT, or raw SQL that starts with SELECT. */
 function isRead(query: CompiledQuery): boolean {
   return SelectQueryNode.is(query.query) || (query.query.kind === 'RawNode' && RAW_READ.test(query.sql));
 }

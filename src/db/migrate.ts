@@ -98,18 +98,28 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): P
 }
 
 /**
- * Refuses a PostgreSQL database whose character classes are libc's C or POSIX: there `lower()` and `[:alnum:]`
- * know ASCII letters only, so the search index (search_fold) would drop every other letter while queries keep them,
- * and a search for "привет" would find nothing. An ICU database is judged by ICU, whatever its LC_CTYPE.
+ * Refuses a new PostgreSQL database whose character classes are C or POSIX: there `lower()` and `[:alnum:]` know
+ * ASCII letters only, so the search index (search_fold) would drop every other letter while queries keep them, and
+ * a search for "привет" would find nothing. The classes are ICU's for an ICU database and the builtin provider's
+ * locale for a builtin one (PostgreSQL 17), libc's LC_CTYPE otherwise. A database already migrated is let through:
+ * it was serving, and its locale changes only by a dump and restore (docs/deployment.md).
  */
 async function refuseAsciiOnlyCtype(db: Kysely<Database>): Promise<void> {
-  const { rows } = await sql<{ ctype: string; provider: string | null }>`
-    select d.datctype as ctype, to_jsonb(d) ->> 'datlocprovider' as provider
+  const { rows } = await sql<{
+    ctype: string;
+    provider: string | null;
+    builtin: string | null;
+    used: boolean;
+  }>`
+    select d.datctype as ctype, to_jsonb(d) ->> 'datlocprovider' as provider, to_jsonb(d) ->> 'datlocale' as builtin,
+      to_regclass('kysely_migration') is not null as used
     from pg_database d where d.datname = current_database()`.execute(db);
   const row = rows[0];
-  if (!row || row.provider === 'i' || !['C', 'POSIX'].includes(row.ctype)) return;
+  if (!row || row.used || row.provider === 'i') return;
+  const classes = row.provider === 'b' ? (row.builtin ?? '') : row.ctype;
+  if (!['C', 'POSIX'].includes(classes)) return;
   throw new Error(
-    `DATABASE_URL: the database's LC_CTYPE is ${row.ctype}, under which PostgreSQL treats only ASCII letters as letters, so searches in any other script would find nothing. Create it with a UTF-8 locale, e.g. CREATE DATABASE name TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8' (docs/deployment.md).`,
+    `DATABASE_URL: the database's character classes are ${classes}, under which PostgreSQL treats only ASCII letters as letters, so searches in any other script would find nothing. Create it with a UTF-8 locale, e.g. CREATE DATABASE name TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8' (docs/deployment.md).`,
   );
 }
 

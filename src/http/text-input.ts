@@ -42,8 +42,8 @@ export function prototypeKeysIn(text: string): string[] {
     try {
       key = decodeURIComponent(spaced);
     } catch {
-      // A name with a broken escape (`filterby[constructor]%`) is read as it came, as a lenient parser reads
-      // it: skipped, a prototype-member part in it would pass unnoticed while the parser dropped the name.
+      // A name with a broken escape (`filterby[constructor]%`) is read as it came, as a lenient parser reads it.
+      // parseNested refuses such a query before calling this; the rule holds for any other caller.
       key = spaced;
     }
     if (

@@ -36,12 +36,20 @@ describe('a PostgreSQL database with C character classes [postgres]', {
 
   it('is refused by the migration, naming DATABASE_URL and the fix, with nothing migrated', async () => {
     await assert.rejects(migrateToLatest(handle.db, 'postgres'), (err: Error) => {
-      assert.match(err.message, /^DATABASE_URL: the database's LC_CTYPE is C\b/);
+      assert.match(err.message, /^DATABASE_URL: the database's character classes are C\b/);
       assert.match(err.message, /LOCALE 'C\.UTF-8'/);
       return true;
     });
     const tables = await sql<{ n: string }>`
       select count(*) as n from information_schema.tables where table_schema = 'public'`.execute(handle.db);
     assert.equal(Number(tables.rows[0]?.n), 0);
+  });
+
+  it('lets a database through that was migrated before the rule (it was serving)', async () => {
+    await sql`create table kysely_migration (name varchar(255) primary key, timestamp varchar(255) not null)`.execute(
+      handle.db,
+    );
+    const ran = await migrateToLatest(handle.db, 'postgres');
+    assert.ok(ran.includes('0001-core'), ran.join(', '));
   });
 });

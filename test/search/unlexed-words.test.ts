@@ -23,16 +23,24 @@ for (const dialect of testDialects()) {
     });
     after(async () => t?.close());
 
-    const found = async (query: string) =>
-      (await getFresh(t, `/search?query=${encodeURIComponent(query)}&limit=100`, t.guest)).map(
-        (i: { uuid: string }) => i.uuid,
-      ) as string[];
+    const found = async (query: string, language = '') =>
+      (
+        await getFresh(
+          t,
+          `/search?query=${encodeURIComponent(query)}&limit=100${language && `&language=${language}`}`,
+          t.guest,
+        )
+      ).map((i: { uuid: string }) => i.uuid) as string[];
 
-    it('a post without the word is never found by it', async () => {
-      assert.ok(!(await found('❶ ovenqz')).includes(without));
-      assert.ok(!(await found('ovenqz ❶')).includes(without));
-      assert.ok(!(await found(`ovenqz ${'㌖'.repeat(193)}`)).includes(without));
-      assert.ok(!(await found('❶')).includes(without));
+    it('a post without the word is never found by it, with or without a language', async () => {
+      // SQLite indexes ❶ and finds the post that holds it; PostgreSQL's parser makes no lexeme of it (Known limits).
+      const holders = () => (dialect.name === 'sqlite' ? [withMark] : []);
+      for (const language of ['', 'en']) {
+        assert.deepEqual(await found('❶ ovenqz', language), holders(), language);
+        assert.deepEqual(await found('ovenqz ❶', language), holders(), language);
+        assert.deepEqual(await found('❶', language), holders(), language);
+        assert.deepEqual(await found(`ovenqz ${'㌖'.repeat(193)}`, language), [], language);
+      }
     });
 
     it('the words the engine indexes still find both posts', async () => {

@@ -31,8 +31,9 @@ export async function createComment(
   input: CreateCommentInput,
 ): Promise<Comment> {
   return ctx.db.transaction().execute(async (trx) => {
-    // Share-locked (PostgreSQL): a visibility edit of the post committing meanwhile is waited for and checked again,
-    // and one that comes later waits for this comment, so its search document and tags carry the post's audience.
+    // Key-shared (PostgreSQL), where an edit of the post locks it for update: an edit committing meanwhile is waited
+    // for and the visibility checked again, and one that comes later waits for this comment, so its search document
+    // and tags carry the post's audience.
     if (!(await findVisiblePost(trx, postUuid, userUuid, locksRows(ctx)))) throw objectNotFound('post');
     const author = await findUserByUuid(trx, userUuid);
     const now = nowIso();

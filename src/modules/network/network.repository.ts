@@ -35,12 +35,9 @@ export async function clearNetworkReferences(db: Db, uuid: string, now: string):
     .set({ network_uuid: null, updated_at: now })
     .where('network_uuid', '=', uuid)
     .execute();
-  // updated_at moves with the visible field, as on the members, so a client syncing by it sees the change.
-  await db
-    .updateTable('posts')
-    .set({ network_uuid: null, updated_at: now })
-    .where('network_uuid', '=', uuid)
-    .execute();
+  // Posts keep their updated_at (the author's last edit): moving it would re-index every post of the network for
+  // search (the posts' triggers follow updated_at), all in this transaction.
+  await db.updateTable('posts').set({ network_uuid: null }).where('network_uuid', '=', uuid).execute();
 }
 
 /** Removes a network row. */

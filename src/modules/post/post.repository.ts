@@ -51,17 +51,17 @@ export async function findPostByUuid(db: Db, uuid: string, forUpdate = false) {
 }
 
 /**
- * A post row by uuid if `viewer` (null for a guest) may see it; `share` share-locks it until the transaction ends
- * (PostgreSQL only), so an edit of its visibility and the caller's write wait for each other.
+ * A post row by uuid if `viewer` (null for a guest) may see it; `lock` key-shares it until the transaction ends
+ * (PostgreSQL only), so an edit of the post (which locks it for update) and the caller's write wait for each other.
  */
-export async function findVisiblePost(db: Db, uuid: string, viewer: string | null, share = false) {
+export async function findVisiblePost(db: Db, uuid: string, viewer: string | null, lock = false) {
   return db
     .selectFrom('posts')
     .modifyFront(PREPARED)
     .selectAll()
     .where('uuid', '=', uuid)
     .where(visibleTo(viewer, 'posts.user_uuid', 'posts.visibility'))
-    .$if(share, (q) => q.forShare())
+    .$if(lock, (q) => q.forKeyShare())
     .executeTakeFirst();
 }
 

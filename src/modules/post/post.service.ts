@@ -72,7 +72,7 @@ export async function postOwner(ctx: Context, uuid: string): Promise<string | un
 /** Changes a post's body, visibility or language (the owner check ran before); emits postUpdated. */
 export async function updatePost(ctx: Context, uuid: string, input: UpdatePostInput): Promise<Post> {
   return ctx.db.transaction().execute(async (trx) => {
-    // Locked for update (PostgreSQL): comments and reactions share-lock the post, so the triggers that copy its
+    // Locked for update (PostgreSQL): comments and reactions key-share the post, so the triggers that copy its
     // visibility and language onto them run after those commit or before they start; and a delete committing
     // meanwhile leaves nothing to update (404).
     const row = await repo.findPostByUuid(trx, uuid, locksRows(ctx));

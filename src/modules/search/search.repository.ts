@@ -241,15 +241,14 @@ export function tsquery(match: Match, weighted = true): RawBuilder<unknown> {
       : `'${t}'${suffix(i)}`;
   // A word PostgreSQL's parser makes no lexeme of (a character it does not count as a letter or digit, such as ❶, or
   // over its 2,047-byte limit) gave an empty tsquery, which && drops: the other words alone then matched. Every word
-  // must match, so such a word as typed becomes one no document holds (a lexeme with a blank, which the parser never
-  // writes). Stemmed words keep PostgreSQL's rule, which drops stop words on purpose.
-  const plainQuery = (t: string, i: number) =>
-    sql`coalesce(nullif(to_tsquery('simple'::regconfig, ${plainTerm(t, i)}), ''::tsquery), ${NO_DOCUMENT}::tsquery)`;
+  // must match, so such a word becomes one no document holds (a lexeme with a blank, which the parser never writes),
+  // as typed and stemmed alike: the stemming configurations have no stop words (migration 0002), so an empty tsquery
+  // there has the same cause.
+  const termQuery = (config: string, text: string) =>
+    sql`coalesce(nullif(to_tsquery(${config}::regconfig, ${text}), ''::tsquery), ${NO_DOCUMENT}::tsquery)`;
   const all = (config: string, plain: boolean) =>
     sql.join(
-      match.terms.map((t, i) =>
-        plain ? plainQuery(t, i) : sql`to_tsquery(${config}::regconfig, ${`'${t}'`})`,
-      ),
+      match.terms.map((t, i) => termQuery(config, plain ? plainTerm(t, i) : `'${t}'`)),
       sql` && `,
     );
   const stemmer = match.stem ? PG_STEMMERS[match.stem] : undefined;

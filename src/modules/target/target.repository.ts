@@ -29,11 +29,12 @@ export interface TargetRow {
  * Finds an item by kind and uuid. With `viewer` given (null for a guest), only an item the viewer may see is
  * returned: posts, comments (through their post) and media by the visibility rule, messages by sender and
  * recipient, connections by either side; users and networks are public. `lock` (PostgreSQL only) holds the item's
- * row (and a comment's post) until the transaction ends, so a delete that locks it first is waited for and one that
- * comes later waits for this write: a reaction or association never outlives its item unseen. Posts, comments and
- * media are share-locked, not key-shared: an edit of their visibility or language (which locks the row for update)
- * and this write then wait for each other, so the association is written with the audience the edit leaves, and
- * the visibility check runs again on the edited row.
+ * row (and a comment's post) key-shared until the transaction ends, so a delete that locks it first is waited for
+ * and one that comes later waits for this write: a reaction or association never outlives its item unseen. A post's
+ * edit locks it for update too (updatePost), so the edit and this write wait for each other: the association gets
+ * the audience the edit leaves, and the visibility check runs again on the edited row. Key share, not share: a
+ * network's deletion updating its posts (no key column) is not held up, which with the karma locks both take made a
+ * deadlock.
  */
 export async function findTarget(
   db: Db,
@@ -50,7 +51,7 @@ export async function findTarget(
         .select(['uuid', 'user_uuid', 'language'])
         .where('uuid', '=', uuid)
         .$if(check, (q) => q.where(visibleTo(viewer ?? null, 'posts.user_uuid', 'posts.visibility')))
-        .$if(lock, (q) => q.forShare())
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'comment':
       return db
@@ -59,7 +60,7 @@ export async function findTarget(
         .select(['comments.uuid', 'comments.user_uuid', 'comments.language'])
         .where('comments.uuid', '=', uuid)
         .$if(check, (q) => q.where(visibleTo(viewer ?? null, 'posts.user_uuid', 'posts.visibility')))
-        .$if(lock, (q) => q.forShare())
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'media':
       return db
@@ -67,7 +68,7 @@ export async function findTarget(
         .select(['uuid', 'user_uuid', 'language'])
         .where('uuid', '=', uuid)
         .$if(check, (q) => q.where(visibleTo(viewer ?? null, 'media.user_uuid', 'media.visibility')))
-        .$if(lock, (q) => q.forShare())
+        .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'messages':
       return db
