@@ -90,7 +90,11 @@ async function main(): Promise<void> {
     cluster.on('listening', (worker) => {
       listening.add(worker.id);
       failedStarts = 0;
-      if (listening.size >= config.WORKERS) starting = false;
+      if (starting && listening.size >= config.WORKERS) {
+        starting = false;
+        // The end of the start, which decides how a worker's exit is taken (above): said, for operators and tests.
+        console.error(`all ${config.WORKERS} workers listening`);
+      }
     });
     cluster.on('exit', (worker, code) => {
       if (stopping) return;
