@@ -151,9 +151,9 @@ function parseValue(name: string, spec: PropertySpec, op: Operator, raw: unknown
       return Number(raw);
     }
     case 'datetime': {
-      const t = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(raw)
-        ? Date.parse(raw)
-        : Number.NaN;
+      const m = /^(\d{4}-\d{2}-\d{2})(?:[T ]([\d:.]+)(Z|[+-]\d{2}:?\d{2})?)?$/.exec(raw);
+      // A time without an offset is UTC, as every time here is: Date.parse would read it in the server's zone.
+      const t = m ? Date.parse(m[2] === undefined ? m[1]! : `${m[1]}T${m[2]}${m[3] ?? 'Z'}`) : Number.NaN;
       // Years 0001 to 9999 only: PostgreSQL refuses year 0 and the +YYYYYY form of later years (a 500).
       // Date.parse rolls impossible days over (2026-02-30 becomes March 2), so the date part must round-trip.
       if (Number.isNaN(t) || t < MIN_TIME || t > MAX_TIME || !isCalendarDate(raw.slice(0, 10))) {

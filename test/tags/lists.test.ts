@@ -295,6 +295,18 @@ for (const dialect of testDialects()) {
       assert.equal((await get(t, `/tag-associations?filterby[created_at][ge]=${t0}`)).count.total, 7);
       assert.equal((await get(t, `/tag-associations?filterby[created_at][lt]=${t2}`)).count.total, 5);
       assert.equal((await get(t, `/tag-associations?filterby[created_at][le]=${t2}`)).count.total, 7);
+      // A time without an offset is UTC in any server zone (Date.parse reads it as local time: 9 hours off here).
+      const zone = process.env.TZ;
+      process.env.TZ = 'Asia/Tokyo';
+      try {
+        const bare = (iso: string) => iso.replace(/Z$/, '');
+        assert.equal((await get(t, `/tag-associations?filterby[created_at][gt]=${bare(t0)}`)).count.total, 4);
+        const spaced = bare(t2).replace('T', '%20');
+        assert.equal((await get(t, `/tag-associations?filterby[created_at][lt]=${spaced}`)).count.total, 5);
+      } finally {
+        if (zone === undefined) delete process.env.TZ;
+        else process.env.TZ = zone;
+      }
       const de = await get(t, '/tag-associations?language=de');
       assert.equal(de.count.total, 2);
       assert.ok(de.data.every((a: { target_uuid: string }) => a.target_uuid === posts[1]));
