@@ -18,6 +18,7 @@ export const EVENT_NAMES = [
   'emotionDeleted',
   'messageCreated',
   'messageDeleted',
+  'userUpdated',
   'userDeleted',
 ] as const;
 
@@ -42,6 +43,7 @@ export type TargetType = 'user' | 'network' | 'post' | 'comment' | 'media' | 'me
  *   { emotion, author_uuid: the content's author, association_uuid }. In emotionDeleted author_uuid is null when
  *   the reacted content is already gone (a reaction removed after its post or comment was deleted).
  * - messageCreated, messageDeleted: the sender / the message ('messages') / { recipient_uuid }.
+ * - userUpdated: the user / the user ('user') / { language } as stored; only when the update set the language.
  * - userDeleted: the user / the user ('user') / none.
  * Deleted events are emitted before the row is removed, in the same transaction, so subscribers can still read it.
  */

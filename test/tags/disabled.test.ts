@@ -237,6 +237,19 @@ for (const dialect of testDialects()) {
         target_type: 'user',
       });
       assert.equal(user.statusCode, 201);
+      // A user's language edit reaches the copy the language filter reads.
+      const onUser = `/tag-associations?filterby[target_uuid]=${owner.uuid}`;
+      const before = (await get(t, `${onUser}&language=en`)).count.total;
+      assert.equal(before, 1, 'the new user starts in English');
+      const edit = await t.inject({
+        method: 'POST',
+        url: `/users/${owner.uuid}/update`,
+        token: owner.token,
+        payload: { language: 'fr' },
+      });
+      assert.equal(edit.statusCode, 200, edit.body);
+      assert.equal((await get(t, `${onUser}&language=fr`)).count.total, 1);
+      assert.equal((await get(t, `${onUser}&language=en`)).count.total, 0);
       const badType = await add(stranger.token, { ...payload, target_type: 'planet' });
       assert.equal(badType.statusCode, 400);
     });

@@ -623,6 +623,16 @@ export async function removeTargetTags(
   await adjustTagCounts(trx, dialect, countDeltas([], removed));
 }
 
+/** Copies a target's new language onto its associations (a user's edit; posts and comments re-sync their own). */
+export async function followTargetLanguage(
+  trx: Db,
+  targetType: 'user',
+  targetUuid: string,
+  language: string | number | null | undefined,
+): Promise<void> {
+  if (typeof language === 'string') await setTargetLanguage(trx, targetType, targetUuid, language);
+}
+
 /**
  * Removes the associations a deleted user made, those on everything that goes with the user, and the mentions of
  * the user in others' content: the name may be registered again, by someone else.

@@ -1,7 +1,16 @@
 import type { Context } from '../../context.ts';
-import { postTextOf, removeTargetTags, removeUserTags, syncContentTags } from './tag-association.service.ts';
+import {
+  followTargetLanguage,
+  postTextOf,
+  removeTargetTags,
+  removeUserTags,
+  syncContentTags,
+} from './tag-association.service.ts';
 
-/** Keeps hashtag and mention associations in step with posts and comments, inside each writer's transaction. */
+/**
+ * Keeps hashtag and mention associations in step with posts and comments, and every association's copy of its
+ * target's language in step with a user's, inside each writer's transaction.
+ */
 export function subscribeTags(ctx: Context): void {
   const { dialect } = ctx;
   ctx.bus.on(['postCreated', 'postUpdated'], (trx, e) =>
@@ -15,5 +24,6 @@ export function subscribeTags(ctx: Context): void {
   ctx.bus.on(['mediaDeleted'], (trx, e) => removeTargetTags(trx, dialect, 'media', e.targetUuid));
   ctx.bus.on(['messageDeleted'], (trx, e) => removeTargetTags(trx, dialect, 'messages', e.targetUuid));
   ctx.bus.on(['networkDeleted'], (trx, e) => removeTargetTags(trx, dialect, 'network', e.targetUuid));
+  ctx.bus.on(['userUpdated'], (trx, e) => followTargetLanguage(trx, 'user', e.targetUuid, e.data?.language));
   ctx.bus.on(['userDeleted'], (trx, e) => removeUserTags(trx, dialect, e.targetUuid));
 }

@@ -140,6 +140,10 @@ export async function updateUser(
   if (input.password !== undefined) patch.password_hash = await hashPassword(input.password);
   const row = await ctx.db.transaction().execute(async (trx) => {
     if (!(await repo.updateUser(trx, uuid, patch))) return undefined;
+    if (input.language !== undefined) {
+      const event = { name: 'userUpdated', actorUuid: uuid, targetUuid: uuid, targetType: 'user' } as const;
+      await ctx.bus.emit(trx, { ...event, data: { language: input.language } });
+    }
     if (input.password !== undefined) await revokeOtherSessions(trx, uuid, callerTokenHash);
     return repo.findUserByUuid(trx, uuid);
   });
