@@ -181,6 +181,21 @@ for (const dialect of testDialects()) {
       const tooLong = await get(`/search?query=${'x'.repeat(201)}`);
       assert.equal(tooLong.statusCode, 400);
       assert.equal(body(tooLong).error.code, 'invalid_request');
+      // Every word must match, so a query with more words than count is refused, not cut.
+      const words = (n: number) => encodeURIComponent(Array.from({ length: n }, (_, i) => `w${i}`).join(' '));
+      for (const path of [
+        '/search',
+        '/search/types',
+        '/search/users',
+        '/search/networks',
+        '/search/complete',
+      ]) {
+        assert.equal((await get(`${path}?query=${words(16)}`)).statusCode, 200, path);
+        const many = await get(`${path}?query=${words(17)}`);
+        assert.equal(many.statusCode, 400, `${path}: ${many.body}`);
+        assert.equal(body(many).error.details[0].field, 'query');
+        assert.match(body(many).error.message, /17 words; at most 16/);
+      }
       for (const url of ['/search', '/search?query=', '/search?query=a&query=b', '/search?query=a&foo=1']) {
         assert.equal((await get(url)).statusCode, 400, url);
       }

@@ -7,7 +7,10 @@ import { foldText } from '../../db/search-fold.ts';
 import { decodeTextStats, textStats } from '../../db/search-stats.ts';
 import { ApiError } from '../../http/errors.ts';
 
-/** Most words of a query that take part in matching; further words are ignored (200 characters rarely hold more). */
+/**
+ * Most words a query may hold (200 characters rarely hold more). Every word must match, so a query with more is
+ * refused rather than matched on its first words only.
+ */
 export const MAX_TERMS = 16;
 
 /**
@@ -21,7 +24,12 @@ export const fold = foldText;
  * syntax never survive this step, so nothing the user types is ever interpreted by FTS5 or tsquery.
  */
 export function queryTerms(query: string): string[] {
-  return (fold(query).match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, MAX_TERMS);
+  const terms = fold(query).match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (terms.length > MAX_TERMS) {
+    const message = `query holds ${terms.length} words; at most ${MAX_TERMS} are allowed, as every word must match`;
+    throw new ApiError('invalid_request', `Invalid query: ${message}.`, [{ field: 'query', message }]);
+  }
+  return terms;
 }
 
 /**
