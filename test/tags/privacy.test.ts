@@ -123,7 +123,8 @@ for (const dialect of testDialects()) {
       });
       assert.equal(upd.statusCode, 200, upd.body);
       await hiddenFromOthers(acme, 'acmesecret');
-      // A tag made through /tags/create is public from the start and stays visible when its uses go.
+      // A tag made through /tags/create is public from the start, stays visible while its only use is hidden (hiding
+      // it would tell a watcher that someone used the word, and let anyone hide it) and when its uses go.
       const created = await t.inject({
         method: 'POST',
         url: '/tags/create',
@@ -132,6 +133,12 @@ for (const dialect of testDialects()) {
       });
       assert.equal(created.statusCode, 201, created.body);
       const used = await createPost(t, alice, 'private use #madeopenly', { visibility: 'private' });
+      for (const token of [t.guest, carol.token]) {
+        const seen = await t.inject({ method: 'GET', url: `/tags/${body(created).data.uuid}`, token });
+        assert.equal(seen.statusCode, 200, seen.body);
+        assert.deepEqual(body(seen).data.associations, [], 'without the hidden use');
+        assert.equal((await get(t, '/tags?filterby[name]=madeopenly', token)).count.total, 1);
+      }
       const gone = await t.inject({ method: 'POST', url: `/posts/${used}/delete`, token: alice.token });
       assert.equal(gone.statusCode, 200, gone.body);
       const open = await t.inject({ method: 'GET', url: `/tags/${body(created).data.uuid}`, token: t.guest });

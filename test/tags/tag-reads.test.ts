@@ -48,7 +48,7 @@ for (const dialect of testDialects()) {
       shared = await tagOf('zephyr');
       hidden = await tagOf('zephyrsecret');
       friendsOnly = await tagOf('zephyrfriends');
-      // A tag on a message from ana to ben: seen by its two parties only.
+      // A created tag on a message from ana to ben: public, its association seen by the message's two parties only.
       const message = await call(t, 'POST', '/messages', ana.token, { recipient_uuid: ben.uuid, body: 'hi' });
       direct = (
         await call(t, 'POST', '/tags/create', ana.token, { name: 'zephyrdirect', tag_type: 'hashtag' })
@@ -109,7 +109,7 @@ for (const dialect of testDialects()) {
         undefined,
         1,
         1,
-        undefined,
+        0,
         0,
         undefined,
         2,

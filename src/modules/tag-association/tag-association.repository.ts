@@ -83,18 +83,18 @@ function visibleParts(viewer: string | null): Expression<SqlBool>[] {
 }
 
 /**
- * The tags visible to everybody whatever their uses: emotions, and tags made through tags.create (standalone) while
- * they have no association. `tagTable` as in tagVisibleTo.
+ * The tags visible to everybody whatever their uses: emotions, and tags made through tags.create (standalone). A
+ * standalone tag stays public when it is used where others cannot see: hiding it then would tell anyone watching it
+ * that someone used the word in hidden content, and would let any user hide a published tag from everyone.
+ * `tagTable` as in tagVisibleTo.
  */
 export function visibleWithoutUse(tagTable: string): RawBuilder<SqlBool> {
-  const uuid = sql.ref(`${tagTable}.uuid`);
-  return sql<SqlBool>`(${sql.ref(`${tagTable}.tag_type`)} = 'emotion' or (${sql.ref(`${tagTable}.standalone`)} = 1
-    and not exists (select 1 from tag_associations ta where ta.tag_uuid = ${uuid}${PLAN_AS_PROBE})))`;
+  return sql<SqlBool>`(${sql.ref(`${tagTable}.tag_type`)} = 'emotion' or ${sql.ref(`${tagTable}.standalone`)} = 1)`;
 }
 
 /**
- * A tag is visible to `viewer` (null for a guest) when it is an emotion, was made through tags.create (standalone)
- * and has no association at all, or has at least one association whose target the viewer may see (targetVisibleTo): a hashtag or
+ * A tag is visible to `viewer` (null for a guest) when it is an emotion, was made through tags.create (standalone),
+ * or has at least one association whose target the viewer may see (targetVisibleTo): a hashtag or
  * mention used only in private posts does not exist for anyone else. Each test probes the tag's own index entries,
  * cheapest and likeliest first; the friends test walks the tag's `friends` rows (few on a tag nobody used in
  * public) and probes the friends table, rather than probing the tag once per friend of the viewer. `tagTable` names
