@@ -386,11 +386,42 @@ export function installErrorHandler(app: FastifyInstance): void {
   );
 }
 
-/** Unknown paths answer 404 not_found; known paths with another method 405 with Allow. */
+/** A 405 naming the methods the path allows. */
+function sendMethodNotAllowed(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  path: string,
+  allowed: Set<string>,
+) {
+  const allow = [...allowed].sort().join(', ');
+  reply.header('allow', allow);
+  return reply
+    .status(405)
+    .send(
+      errorBody(
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; allowed: ${allow}.`,
+        request.id,
+      ),
+    );
+}
+
+/**
+ * Unknown paths answer 404 not_found; known paths with another method 405 with Allow. That includes a fixed path
+ * that a parameter route of the request's method would take (`GET /tags/create` is not `GET /tags/{tag_uuid}` with
+ * an invalid uuid).
+ */
 export function installNotFoundHandler(app: FastifyInstance): void {
   const patterns: { re: RegExp; methods: Set<string> }[] = [];
+  const fixedPaths = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
     if (route.url === '*' || route.url === '/*') return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!route.url.includes(':')) {
+      const known = fixedPaths.get(route.url) ?? new Set<string>();
+      for (const m of methods) known.add(m);
+      fixedPaths.set(route.url, known);
+    }
     const source = route.url
       .split('/')
       .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
@@ -401,25 +432,20 @@ export function installNotFoundHandler(app: FastifyInstance): void {
       entry = { re, methods: new Set() };
       patterns.push(entry);
     }
-    for (const m of Array.isArray(route.method) ? route.method : [route.method]) entry.methods.add(m);
+    for (const m of methods) entry.methods.add(m);
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.routeOptions.url?.includes(':')) return done();
+    const path = (request.raw.url ?? '/').split('?')[0] ?? '/';
+    const allowed = fixedPaths.get(path);
+    if (!allowed || allowed.has(request.method)) return done();
+    sendMethodNotAllowed(request, reply, path, allowed);
   });
   app.setNotFoundHandler((request, reply) => {
     const path = (request.raw.url ?? '/').split('?')[0] ?? '/';
     const allowed = new Set<string>();
     for (const p of patterns) if (p.re.test(path)) for (const m of p.methods) allowed.add(m);
-    if (allowed.size > 0) {
-      const allow = [...allowed].sort().join(', ');
-      reply.header('allow', allow);
-      return reply
-        .status(405)
-        .send(
-          errorBody(
-            'method_not_allowed',
-            `${request.method} is not allowed on ${path}; allowed: ${allow}.`,
-            request.id,
-          ),
-        );
-    }
+    if (allowed.size > 0) return sendMethodNotAllowed(request, reply, path, allowed);
     return reply
       .status(404)
       .send(

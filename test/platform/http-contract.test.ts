@@ -42,6 +42,21 @@ for (const dialect of testDialects()) {
       assert.match(String(res.headers.allow), /GET/);
     });
 
+    it('answers another method on a fixed path that a parameter route would take with 405, not that route', async () => {
+      // GET /tags/create would otherwise be GET /tags/{tag_uuid} with an invalid uuid: a 400 about a uuid.
+      for (const method of ['GET', 'HEAD'] as const) {
+        const res = await t.inject({ method, url: '/tags/create?x=1', token: t.guest });
+        assert.equal(res.statusCode, 405, `${method}: ${res.body}`);
+        assert.equal(res.headers.allow, 'POST');
+      }
+      assert.equal(
+        body(await t.inject({ method: 'GET', url: '/tags/create' })).error.code,
+        'method_not_allowed',
+      );
+      const trending = await t.inject({ method: 'GET', url: '/tags/trending', token: t.guest });
+      assert.equal(trending.statusCode, 200, 'a fixed path of the same method is its own route');
+    });
+
     it('answers a trailing-slash variant of a path as an unknown route, not a contradictory 405', async () => {
       const res = await t.inject({ method: 'POST', url: '/oauth/token/' });
       assert.equal(res.statusCode, 404);
