@@ -243,6 +243,31 @@ for (const dialect of testDialects()) {
       assert.equal(await storedKarma(t, alice.uuid), 2);
     });
 
+    it("update keeps a record's own target even when it is gone; a move needs an existing one", async () => {
+      const carol = await t.createUser();
+      const gone = await d.createPost(carol);
+      await d.deletePost(carol, gone);
+      const created = (await ledger(t, carol.uuid)).find((r) => r.event === 'postCreated');
+      assert.ok(created, 'the post paid a record');
+      const before = await storedKarma(t, carol.uuid);
+      const lower = (target_uuid: string) =>
+        t.inject({
+          method: 'POST',
+          url: `/karma/${created.uuid}/update`,
+          token: carol.token,
+          payload: { ...valid(), target_uuid, points: 0 },
+        });
+      const moved = await lower(uuidv7());
+      assert.equal(moved.statusCode, 400, moved.body);
+      assert.equal(body(moved).error.details[0].field, 'target_uuid');
+      const kept = await lower(gone.toUpperCase());
+      assert.equal(kept.statusCode, 200, kept.body);
+      assert.equal(body(kept).data.target_uuid, gone);
+      assert.equal(body(kept).data.points, 0);
+      assert.equal(await storedKarma(t, carol.uuid), before - Number(created.points));
+      assert.equal(await ledgerSum(t, carol.uuid), await storedKarma(t, carol.uuid));
+    });
+
     it('update by the owner returns the record and moves users.karma by the difference', async () => {
       const before = body(
         await t.inject({ method: 'GET', url: `/karma/${record}`, token: alice.token }),

@@ -295,7 +295,7 @@ export interface KarmaUpdate {
 
 /**
  * Replaces a record's fields and moves the owner's total by the difference, in one transaction. The event must be
- * known, the target must exist (and be visible to the owner), points may not exceed the rule's points for the
+ * known, a new target must exist (and be visible to the owner; the record's own may be gone), points may not exceed the rule's points for the
  * event, and the record's signed value may not rise: nobody mints karma by editing.
  */
 export async function updateKarmaRecord(
@@ -333,7 +333,14 @@ export async function updateKarmaRecord(
         },
       ]);
     }
-    const target = await findTarget(trx, input.target_type as TargetKind, input.target_uuid, userUuid);
+    // The record's own target is kept as it is, even when gone (every take-back names a deleted item): the owner
+    // may still lower such a record. Moving a record needs an item that exists and that the owner may see.
+    const kept =
+      input.target_type === row.target_type &&
+      input.target_uuid.toLowerCase() === row.target_uuid.toLowerCase();
+    const target = kept
+      ? { uuid: row.target_uuid }
+      : await findTarget(trx, input.target_type as TargetKind, input.target_uuid, userUuid);
     if (!target) {
       throw badUpdate([
         {
