@@ -86,6 +86,12 @@ async function main(): Promise<void> {
     // Until every first worker has listened: a failure then is the start's own (bad configuration, the port taken).
     let starting = true;
     let failedStarts = 0;
+    if (!config.REDIS_URL) {
+      // Said once, at the start: every limit then holds per process, which an operator should know they chose.
+      console.error(
+        `WORKERS=${config.WORKERS} without REDIS_URL: the rate limits and the failed-login limit are counted in each process, so together they allow ${config.WORKERS} times each budget; set REDIS_URL to share them`,
+      );
+    }
     for (let i = 0; i < config.WORKERS; i++) cluster.fork();
     cluster.on('listening', (worker) => {
       listening.add(worker.id);

@@ -82,8 +82,14 @@ describe('server process', () => {
 
   it('with several workers, replaces one that dies after the start and keeps serving', async () => {
     const port = await freePort();
-    const s = start({ PORT: String(port), WORKERS: '2', DATABASE_URL: `sqlite:${join(dir, 'r.db')}` });
+    const s = start({
+      PORT: String(port),
+      WORKERS: '2',
+      DATABASE_URL: `sqlite:${join(dir, 'r.db')}`,
+      REDIS_URL: undefined,
+    });
     assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`, s)).status, 200);
+    assert.match(s.output(), /WORKERS=2 without REDIS_URL: .* allow 2 times each budget/);
     // Both workers listening (the primary says so) before one is killed: one killed earlier is a failed start,
     // which stops the server (the test above), and a slow machine (under coverage) got there first.
     for (let i = 0; i < 300 && !/all 2 workers listening/.test(s.output()); i++) {
