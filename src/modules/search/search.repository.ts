@@ -397,6 +397,24 @@ export function prefixCondition(column: string, prefix: string): RawBuilder<unkn
   return sql`${ref} >= ${prefix} and ${ref} < ${`${prefix}\u{10FFFF}`}`;
 }
 
+/**
+ * Of the documents `uuids`, those `viewer` may see now by their search_docs row (whose visibility the writer's
+ * transaction keeps in step with the item's). Read after a page's rows, it drops an item hidden since the walk
+ * checked it: the rows then read may hold text written with the change.
+ */
+export async function findDocUuidsVisibleTo(
+  db: Db,
+  dialect: Dialect,
+  viewer: string | null,
+  uuids: string[],
+): Promise<Set<string>> {
+  if (uuids.length === 0) return new Set();
+  const among = dialect === 'postgres' ? sql`d.uuid = any(${uuids})` : sql`d.uuid in (${sql.join(uuids)})`;
+  const r = await sql<{ uuid: string }>`select d.uuid from search_docs d
+    where ${among} and ${visibleTo(viewer, 'd.owner_uuid', 'd.visibility', true)}`.execute(db);
+  return new Set(r.rows.map((row) => row.uuid));
+}
+
 /** Rows of one kind's base table by uuid. */
 export async function findRowsByUuids(db: Db, kind: DocKind | 'tag', uuids: string[]) {
   if (uuids.length === 0) return [];

@@ -31,6 +31,7 @@ import {
   type DocRef,
   expandPrefix,
   findDocsInScope,
+  findDocUuidsVisibleTo,
   findRowsByUuids,
   type Match,
   type Scope,
@@ -203,8 +204,14 @@ async function searchDocs(
   );
 }
 
-/** The API objects of found documents, in the order found (items deleted meanwhile are left out). */
-async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
+/** Kinds whose documents a write can hide from someone who saw them: their rows are checked again once read. */
+const HIDEABLE_KINDS: ReadonlySet<DocKind> = new Set(['post', 'comment', 'media']);
+
+/**
+ * The API objects of found documents, in the order found (items deleted meanwhile are left out, and so are posts,
+ * comments and media the viewer may no longer see).
+ */
+async function hydrate(ctx: Context, viewer: string | null, refs: DocRef[]): Promise<Item[]> {
   const byKind = new Map<DocKind, string[]>();
   for (const r of refs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r.uuid]);
   const objects = new Map<string, Item>();
@@ -215,6 +222,13 @@ async function hydrate(ctx: Context, refs: DocRef[]): Promise<Item[]> {
   kinds.forEach(([kind], i) => {
     for (const row of read[i] ?? []) objects.set(row.uuid as string, toItem(kind, row));
   });
+  // The walk checked visibility a statement before the rows were read: an edit committed between the two that both
+  // rewrote and hid an item would show its new text. Checked again after the read, any such edit is seen.
+  const hideable = refs.filter((r) => HIDEABLE_KINDS.has(r.kind) && objects.has(r.uuid)).map((r) => r.uuid);
+  if (hideable.length > 0) {
+    const visible = await findDocUuidsVisibleTo(ctx.readDb, ctx.dialect, viewer, hideable);
+    for (const uuid of hideable) if (!visible.has(uuid)) objects.delete(uuid);
+  }
   return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
 }
 
@@ -321,6 +335,7 @@ async function findHashtags(
 async function hydrateUsers(ctx: Context, uuids: string[]): Promise<Item[]> {
   return hydrate(
     ctx,
+    null,
     uuids.map((uuid, i) => ({ id: i, kind: 'user', uuid })),
   );
 }
@@ -400,7 +415,7 @@ export async function search(
   const window = windowOf(ctx, params);
   const scope: Scope = { kinds: DOC_KINDS, viewer, language: params.language };
   const refs = await searchDocs(ctx, await matchOf(ctx, params), scope, order, window);
-  return result(await hydrate(ctx, refs), window);
+  return result(await hydrate(ctx, viewer, refs), window);
 }
 
 /** GET /search/types: one column per kind (every kind present), each up to `limit`; `#` gives { tag }. */
@@ -422,7 +437,10 @@ export async function searchTypes(
       const scope: Scope = { kinds: [kind], viewer, language: params.language };
       // A column of each kind is a preview: it ranks at most the common-query depth (see docs/search.md).
       const most = Math.ceil(searchTuning.rankedCandidates / 5);
-      return [kind, await hydrate(ctx, await searchDocs(ctx, match, scope, order, window, most))] as const;
+      return [
+        kind,
+        await hydrate(ctx, viewer, await searchDocs(ctx, match, scope, order, window, most)),
+      ] as const;
     }),
   );
   return result(Object.fromEntries(columns), window);
@@ -446,7 +464,7 @@ export async function searchUsers(
     friendsOf: friendsOnly ? (viewer ?? undefined) : undefined,
   };
   const refs = await searchDocs(ctx, await matchOf(ctx, params), scope, order, window);
-  return result(await hydrate(ctx, refs), window);
+  return result(await hydrate(ctx, viewer, refs), window);
 }
 
 /** GET /search/networks. */
@@ -459,7 +477,7 @@ export async function searchNetworks(
   const window = windowOf(ctx, params);
   const scope: Scope = { kinds: ['network'], viewer };
   const refs = await searchDocs(ctx, await matchOf(ctx, params), scope, order, window);
-  return result(await hydrate(ctx, refs), window);
+  return result(await hydrate(ctx, viewer, refs), window);
 }
 
 /** GET /search/hashtags: hashtags of the tag store visible to the viewer by prefix (with or without `#`), typo-tolerant. */
@@ -558,7 +576,7 @@ export async function complete(
           { direction: 'desc', offset: 0, limit },
         ),
       )
-      .then((networks) => hydrate(ctx, networks)),
+      .then((networks) => hydrate(ctx, null, networks)),
     hashtagUuids(ctx, viewer, params.query, byRelevance, window, false).then((tags) =>
       hydrateTags(ctx, viewer, tags),
     ),
