@@ -8,7 +8,7 @@ import { uuidv7 } from '../../src/db/time.ts';
 import { search } from '../../src/modules/search/search.service.ts';
 import { findDocRows } from '../../src/modules/search/search-rows.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
-import { call } from './world.ts';
+import { befriend, call } from './world.ts';
 
 for (const dialect of testDialects()) {
   describe(`search: the rows of a page's documents [${dialect.name}]`, () => {
@@ -101,6 +101,51 @@ for (const dialect of testDialects()) {
       const own = await search(t.ctx, ana.uuid, { query: 'zephyr', order: 'created_at' });
       assert.equal((own.data as { uuid: string }[])[0]?.uuid, open, 'its owner still finds it');
       await call(t, 'POST', `/posts/${open}/delete`, ana.token);
+    });
+
+    it("a comment is checked by its post's audience as read; a friends-only item a friend may see stays", async () => {
+      const cy = await t.createUser('cy');
+      await befriend(t, ana, cy);
+      const thread = (await call(t, 'POST', '/posts', ana.token, { body: 'a thread' })).uuid;
+      const comment = (
+        await call(t, 'POST', `/posts/${thread}/comments`, cy.token, { body: 'zephyr remark' })
+      ).uuid;
+      const shared = (await call(t, 'POST', '/posts', ana.token, { body: 'zephyr shared' })).uuid;
+      // Between the walk and the read of the rows: the thread goes private, the shared post friends-only.
+      const hideBetween = (viewer: string | null) => {
+        let armed = true;
+        const db = t.ctx.readDb.withPlugin({
+          transformQuery: (args) => args.node,
+          transformResult: async (args) => {
+            const rows = args.result.rows as Record<string, unknown>[];
+            if (armed && rows.some((r) => r.uuid === comment && !('body' in r))) {
+              armed = false;
+              await call(t, 'POST', `/posts/${thread}/update`, ana.token, { visibility: 'private' });
+              await call(t, 'POST', `/posts/${shared}/update`, ana.token, { visibility: 'friends' });
+            }
+            return args.result;
+          },
+        });
+        return search({ ...t.ctx, readDb: db }, viewer, { query: 'zephyr', order: 'created_at' });
+      };
+      const reset = async () => {
+        await call(t, 'POST', `/posts/${thread}/update`, ana.token, { visibility: 'public' });
+        await call(t, 'POST', `/posts/${shared}/update`, ana.token, { visibility: 'public' });
+      };
+      const uuids = (found: { data: unknown }) => (found.data as { uuid: string }[]).map((x) => x.uuid);
+      const asFriend = uuids(await hideBetween(cy.uuid));
+      assert.ok(asFriend.includes(shared), "a friend still sees the friends-only post (ana's friends table)");
+      assert.ok(
+        !asFriend.includes(comment),
+        "the comment under the now private post is left out, though it is cy's",
+      );
+      await reset();
+      const asGuest = uuids(await hideBetween(null));
+      assert.ok(!asGuest.includes(shared) && !asGuest.includes(comment), JSON.stringify(asGuest));
+      await reset();
+      const asStranger = uuids(await hideBetween(ben.uuid));
+      assert.ok(!asStranger.includes(shared) && !asStranger.includes(comment), JSON.stringify(asStranger));
+      for (const post of [shared, thread]) await call(t, 'POST', `/posts/${post}/delete`, ana.token);
     });
 
     // Pages come from the searches, which decide who sees what; whether or not the two requests' reads share a turn,

@@ -399,8 +399,7 @@ export function prefixCondition(column: string, prefix: string): RawBuilder<unkn
 
 /**
  * Of the documents `uuids`, those `viewer` may see now by their search_docs row (whose visibility the writer's
- * transaction keeps in step with the item's). Read after a page's rows, it drops an item hidden since the walk
- * checked it: the rows then read may hold text written with the change.
+ * transaction keeps in step with the item's): for a page's friends-only items, whose rows alone cannot tell.
  */
 export async function findDocUuidsVisibleTo(
   db: Db,
@@ -415,9 +414,22 @@ export async function findDocUuidsVisibleTo(
   return new Set(r.rows.map((row) => row.uuid));
 }
 
-/** Rows of one kind's base table by uuid. */
+/**
+ * Comments with their post's audience (`post_visibility`, `post_owner`; null when the post is gone), read in the
+ * statement that reads their text, so a page checks who may see a comment as of that text.
+ */
+function commentsWithAudience(db: Db) {
+  return db
+    .selectFrom('comments as c')
+    .leftJoin('posts as p', 'p.uuid', 'c.post_uuid')
+    .selectAll('c')
+    .select(['p.visibility as post_visibility', 'p.user_uuid as post_owner']);
+}
+
+/** Rows of one kind's base table by uuid (comments with their post's audience: commentsWithAudience). */
 export async function findRowsByUuids(db: Db, kind: DocKind | 'tag', uuids: string[]) {
   if (uuids.length === 0) return [];
+  if (kind === 'comment') return commentsWithAudience(db).where('c.uuid', 'in', uuids).execute();
   const table = kind === 'tag' ? 'tags' : DOC_TABLES[kind];
   return db.selectFrom(table).selectAll().where('uuid', 'in', uuids).execute();
 }
@@ -428,5 +440,7 @@ export async function findRowsByUuids(db: Db, kind: DocKind | 'tag', uuids: stri
  */
 export async function findRowsByUuidsPg(db: Db, kind: DocKind, uuids: string[]) {
   if (uuids.length === 0) return [];
+  if (kind === 'comment')
+    return commentsWithAudience(db).where('c.uuid', '=', sql<string>`any(${uuids})`).execute();
   return db.selectFrom(DOC_TABLES[kind]).selectAll().where('uuid', '=', sql<string>`any(${uuids})`).execute();
 }

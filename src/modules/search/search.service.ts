@@ -204,8 +204,18 @@ async function searchDocs(
   );
 }
 
-/** Kinds whose documents a write can hide from someone who saw them: their rows are checked again once read. */
-const HIDEABLE_KINDS: ReadonlySet<DocKind> = new Set(['post', 'comment', 'media']);
+/**
+ * Who may see a read row as of its text: a post's or media item's own audience, a comment's post's (read with it,
+ * findRowsByUuids); undefined for the kinds no write hides (users, networks, messages between fixed parties).
+ */
+function audienceOf(
+  kind: DocKind,
+  row: Record<string, unknown>,
+): { visibility: unknown; owner: unknown } | undefined {
+  if (kind === 'post' || kind === 'media') return { visibility: row.visibility, owner: row.user_uuid };
+  if (kind === 'comment') return { visibility: row.post_visibility, owner: row.post_owner };
+  return undefined;
+}
 
 /**
  * The API objects of found documents, in the order found (items deleted meanwhile are left out, and so are posts,
@@ -219,15 +229,25 @@ async function hydrate(ctx: Context, viewer: string | null, refs: DocRef[]): Pro
   // tables one after the other. On PostgreSQL concurrent searches share them (findDocRows).
   const kinds = [...byKind];
   const read = await Promise.all(kinds.map(([kind, uuids]) => findDocRows(ctx, kind, uuids)));
-  kinds.forEach(([kind], i) => {
-    for (const row of read[i] ?? []) objects.set(row.uuid as string, toItem(kind, row));
-  });
   // The walk checked visibility a statement before the rows were read: an edit committed between the two that both
-  // rewrote and hid an item would show its new text. Checked again after the read, any such edit is seen.
-  const hideable = refs.filter((r) => HIDEABLE_KINDS.has(r.kind) && objects.has(r.uuid)).map((r) => r.uuid);
-  if (hideable.length > 0) {
-    const visible = await findDocUuidsVisibleTo(ctx.readDb, ctx.dialect, viewer, hideable);
-    for (const uuid of hideable) if (!visible.has(uuid)) objects.delete(uuid);
+  // rewrote and hid an item would put its new text here. So each row is checked again as read: public, or the
+  // viewer's own, is kept; private (or friends-only, for a guest) is dropped; friends-only needs the friends table.
+  const friendsOnly: string[] = [];
+  kinds.forEach(([kind], i) => {
+    for (const row of read[i] ?? []) {
+      const audience = audienceOf(kind, row);
+      const keep =
+        audience === undefined ||
+        audience.visibility === 'public' ||
+        (viewer !== null && audience.owner === viewer);
+      if (!keep && (viewer === null || audience?.visibility !== 'friends')) continue;
+      if (!keep) friendsOnly.push(row.uuid as string);
+      objects.set(row.uuid as string, toItem(kind, row));
+    }
+  });
+  if (friendsOnly.length > 0) {
+    const visible = await findDocUuidsVisibleTo(ctx.readDb, ctx.dialect, viewer, friendsOnly);
+    for (const uuid of friendsOnly) if (!visible.has(uuid)) objects.delete(uuid);
   }
   return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
 }
