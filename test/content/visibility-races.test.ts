@@ -65,5 +65,42 @@ for (const dialect of testDialects()) {
         }
       }
     });
+
+    it("leaves no hashtag of a comment edited meanwhile with the post's old audience", async () => {
+      for (let round = 0; round < 4; round++) {
+        const word = `editword${round}q`;
+        const post = await createPost(t, author, `edit round ${round} out in the open`);
+        const comments: [TestUser, string][] = [];
+        for (const u of others) {
+          const made = await t.inject({
+            method: 'POST',
+            url: `/posts/${post}/comments`,
+            token: u.token,
+            payload: { body: 'plain words' },
+          });
+          comments.push([u, body(made).data.uuid]);
+        }
+        const answers = await Promise.all([
+          ...comments.map(([u, comment], i) =>
+            t.inject({
+              method: 'POST',
+              url: `/comments/${comment}/update`,
+              token: u.token,
+              payload: { body: `edited ${i} #${word}` },
+            }),
+          ),
+          t.inject({
+            method: 'POST',
+            url: `/posts/${post}/update`,
+            token: author.token,
+            payload: { visibility: 'private' },
+          }),
+        ]);
+        for (const a of answers) assert.ok([200, 404].includes(a.statusCode), a.body);
+        assert.deepEqual(await checkAssociationAudiences(t.ctx.db, 100), [], `round ${round}`);
+        const listed = await t.inject({ method: 'GET', url: `/tags?filterby[name]=${word}`, token: t.guest });
+        assert.equal(body(listed).count.total, 0, `round ${round}: ${listed.body}`);
+      }
+    });
   });
 }

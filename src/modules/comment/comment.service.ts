@@ -80,6 +80,14 @@ export async function commentOwner(
 /** Changes a comment's body (the owner check ran before); emits commentUpdated. */
 export async function updateComment(ctx: Context, uuid: string, input: UpdateCommentInput): Promise<Comment> {
   return ctx.db.transaction().execute(async (trx) => {
+    const found = await repo.findCommentByUuid(trx, uuid);
+    if (!found) throw objectNotFound('comment');
+    // The post key-shared first (PostgreSQL), as a new comment does: an edit of the post's visibility committing
+    // meanwhile is waited for and checked again, and a later one waits for this edit, so the hashtags it adds carry
+    // the post's audience. Post before comment, the order a post's deletion locks them in.
+    if (!(await findVisiblePost(trx, found.post_uuid, found.user_uuid, locksRows(ctx)))) {
+      throw objectNotFound('comment');
+    }
     // Locked (PostgreSQL): a delete committing meanwhile leaves nothing to update (404, not the old row as if kept).
     const row = await repo.findCommentByUuid(trx, uuid, locksRows(ctx));
     if (!row) throw objectNotFound('comment');
