@@ -238,6 +238,25 @@ for (const dialect of testDialects()) {
         { field: 'file', filename: 'b.png', type: 'image/png', data: png },
       ]);
       assert.equal(twoFiles.statusCode, 400);
+      // A text part labelled application/json arrives parsed; the validator would coerce null into "".
+      for (const [field, json] of [
+        ['description', 'null'],
+        ['title', '123'],
+        ['visibility', '["friends"]'],
+      ] as const) {
+        const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
+        const boundary = /boundary=(.*)$/.exec(f.headers['content-type'])?.[1] as string;
+        const part = `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\nContent-Type: application/json\r\n\r\n${json}\r\n`;
+        const res = await t.inject({
+          method: 'POST',
+          url: '/media',
+          token: owner.token,
+          payload: Buffer.concat([Buffer.from(part), f.payload]),
+          headers: f.headers,
+        });
+        assert.equal(res.statusCode, 400, `${field}: ${res.body}`);
+        assert.equal(body(res).error.details[0].field, field);
+      }
       const broken = await t.inject({
         method: 'POST',
         url: '/media',

@@ -108,6 +108,11 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
       // Before validation: a JSON or form body is the wrong kind of request whatever its fields, not a missing file.
       preValidation: async (request) => {
         if (!request.isMultipart()) throw notMultipart();
+        // A part labelled application/json arrives parsed (null, 123, ["friends"]), which the validator would coerce
+        // into text (null stored as ""): form fields are text, so anything else is refused.
+        for (const [field, value] of Object.entries((request.body ?? {}) as Record<string, unknown>)) {
+          if (typeof value !== 'string') throw invalidField(field.slice(0, 60), 'must be plain text');
+        }
       },
       schema: {
         tags: ['media'],
