@@ -102,6 +102,15 @@ for (const dialect of testDialects()) {
       assert.equal(body(clash).error.code, 'conflict');
       const otherType = await create(owner.token, { name: 'creme', tag_type: 'mention' });
       assert.equal(otherType.statusCode, 201, 'uniqueness is per tag type');
+      // 100 characters, counted after NFC: typed decomposed (200 code points) they are still 100.
+      const decomposed = await create(owner.token, {
+        name: 'é'.repeat(100).normalize('NFD'),
+        tag_type: 'hashtag',
+      });
+      assert.equal(decomposed.statusCode, 201, decomposed.body);
+      assert.equal(body(decomposed).data.name, 'é'.repeat(100));
+      const over = await create(owner.token, { name: 'é'.repeat(101).normalize('NFD'), tag_type: 'hashtag' });
+      assert.equal(over.statusCode, 400, over.body);
       assert.equal((await create(t.guest, { name: 'g', tag_type: 'hashtag' })).statusCode, 403);
       assert.equal((await create(undefined, { name: 'g', tag_type: 'hashtag' })).statusCode, 401);
       for (const payload of [

@@ -78,7 +78,9 @@ export const TagBody = Type.Object(
   {
     name: Type.String({
       minLength: 1,
-      maxLength: 101,
+      // A bound on what is read, not the rule: the service counts 1 to 100 characters after NFC, and a name typed
+      // in decomposed form (macOS) takes up to four code points a letter before it.
+      maxLength: 401,
       description: `1 to 100 letters, digits or _ (a leading # or @ is dropped); emotions: ${EMOTIONS.join(', ')}.`,
     }),
     tag_type: TagTypeSchema,
