@@ -154,9 +154,12 @@ async function main(): Promise<void> {
         return `${template}${Array.from({ length: 100 }, () => pick(pool)).join(',')}`;
       }
       if (kind === 'search-200-chars') {
-        let q = '';
-        while (q.length < 200) q += `${pick(words)} `;
-        return `${template}${encodeURIComponent(q.slice(0, 200))}`;
+        // The longest query there is: 200 characters in the 16 words a query may hold (more is a 400), the last
+        // made of several words run together.
+        const q = Array.from({ length: 15 }, () => pick(words)).join(' ');
+        let last = '';
+        while (q.length + 1 + last.length < 200) last += pick(words);
+        return `${template}${encodeURIComponent(`${q} ${last}`.slice(0, 200))}`;
       }
       if (kind === 'search-max-offset') return `${template}${encodeURIComponent(pick(words).slice(0, 3))}`;
       return template;

@@ -10,6 +10,26 @@ import { findDocRows } from '../../src/modules/search/search-rows.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call } from './world.ts';
 
+/**
+ * A read connection that commits `edit` once, right after a search's walk answers with `uuid` (a row without its
+ * text): before the page's rows are read.
+ */
+function editAfterWalk(t: TestApp, uuid: string, edit: () => Promise<void>) {
+  let armed = true;
+  const db = t.ctx.readDb.withPlugin({
+    transformQuery: (args) => args.node,
+    transformResult: async (args) => {
+      const rows = args.result.rows as Record<string, unknown>[];
+      if (armed && rows.some((r) => r.uuid === uuid && !('body' in r))) {
+        armed = false;
+        await edit();
+      }
+      return args.result;
+    },
+  });
+  return { db, ran: () => !armed };
+}
+
 for (const dialect of testDialects()) {
   describe(`search: the rows of a page's documents [${dialect.name}]`, () => {
     let t: TestApp;
@@ -71,27 +91,17 @@ for (const dialect of testDialects()) {
 
     it('an item hidden and rewritten between the walk and the read of its row is left out of the page', async () => {
       const open = (await call(t, 'POST', '/posts', ana.token, { body: 'zephyr open for now' })).uuid;
-      let armed = true;
-      const db = t.ctx.readDb.withPlugin({
-        transformQuery: (args) => args.node,
-        transformResult: async (args) => {
-          const rows = args.result.rows as Record<string, unknown>[];
-          // The walk's answer names the post without its text; the read of its row comes after.
-          if (armed && rows.some((r) => r.uuid === open && !('body' in r))) {
-            armed = false;
-            await call(t, 'POST', `/posts/${open}/update`, ana.token, {
-              body: 'zephyr now a secret',
-              visibility: 'private',
-            });
-          }
-          return args.result;
-        },
+      const between = editAfterWalk(t, open, async () => {
+        await call(t, 'POST', `/posts/${open}/update`, ana.token, {
+          body: 'zephyr now a secret',
+          visibility: 'private',
+        });
       });
-      const found = await search({ ...t.ctx, readDb: db }, ben.uuid, {
+      const found = await search({ ...t.ctx, readDb: between.db }, ben.uuid, {
         query: 'zephyr',
         order: 'created_at',
       });
-      assert.equal(armed, false, 'the edit ran between the two statements');
+      assert.ok(between.ran(), 'the edit ran between the two statements');
       const bodies = (found.data as { body?: string }[]).map((p) => p.body);
       assert.ok(!bodies.includes('zephyr now a secret'), JSON.stringify(bodies));
       assert.deepEqual(
@@ -112,21 +122,17 @@ for (const dialect of testDialects()) {
       ).uuid;
       const shared = (await call(t, 'POST', '/posts', ana.token, { body: 'zephyr shared' })).uuid;
       // Between the walk and the read of the rows: the thread goes private, the shared post friends-only.
-      const hideBetween = (viewer: string | null) => {
-        let armed = true;
-        const db = t.ctx.readDb.withPlugin({
-          transformQuery: (args) => args.node,
-          transformResult: async (args) => {
-            const rows = args.result.rows as Record<string, unknown>[];
-            if (armed && rows.some((r) => r.uuid === comment && !('body' in r))) {
-              armed = false;
-              await call(t, 'POST', `/posts/${thread}/update`, ana.token, { visibility: 'private' });
-              await call(t, 'POST', `/posts/${shared}/update`, ana.token, { visibility: 'friends' });
-            }
-            return args.result;
-          },
+      const hideBetween = async (viewer: string | null) => {
+        const between = editAfterWalk(t, comment, async () => {
+          await call(t, 'POST', `/posts/${thread}/update`, ana.token, { visibility: 'private' });
+          await call(t, 'POST', `/posts/${shared}/update`, ana.token, { visibility: 'friends' });
         });
-        return search({ ...t.ctx, readDb: db }, viewer, { query: 'zephyr', order: 'created_at' });
+        const found = await search({ ...t.ctx, readDb: between.db }, viewer, {
+          query: 'zephyr',
+          order: 'created_at',
+        });
+        assert.ok(between.ran(), 'the edits ran between the two statements');
+        return found;
       };
       const reset = async () => {
         await call(t, 'POST', `/posts/${thread}/update`, ana.token, { visibility: 'public' });

@@ -19,12 +19,17 @@ export const MAX_TERMS = 16;
  */
 export const fold = foldText;
 
+/** The words of a text, folded and split as queryTerms splits a query, without its limit (a name's parts). */
+export function textTerms(text: string): string[] {
+  return fold(text).match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
 /**
  * The words of a query: folded, split at everything that is not a letter or digit. Quotes, operators and engine
  * syntax never survive this step, so nothing the user types is ever interpreted by FTS5 or tsquery.
  */
 export function queryTerms(query: string): string[] {
-  const terms = fold(query).match(/[\p{L}\p{N}]+/gu) ?? [];
+  const terms = textTerms(query);
   if (terms.length > MAX_TERMS) {
     const message = `query holds ${terms.length} words; at most ${MAX_TERMS} are allowed, as every word must match`;
     throw new ApiError('invalid_request', `Invalid query: ${message}.`, [{ field: 'query', message }]);

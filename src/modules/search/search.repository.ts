@@ -398,20 +398,23 @@ export function prefixCondition(column: string, prefix: string): RawBuilder<unkn
 }
 
 /**
- * Of the documents `uuids`, those `viewer` may see now by their search_docs row (whose visibility the writer's
- * transaction keeps in step with the item's): for a page's friends-only items, whose rows alone cannot tell.
+ * Of `owners`, those whose friends-only items `viewer` may see (their confirmed friends): the check of a page's
+ * friends-only rows against the owner each row was read with.
  */
-export async function findDocUuidsVisibleTo(
+export async function findFriendsAmong(
   db: Db,
   dialect: Dialect,
-  viewer: string | null,
-  uuids: string[],
+  viewer: string,
+  owners: string[],
 ): Promise<Set<string>> {
-  if (uuids.length === 0) return new Set();
-  const among = dialect === 'postgres' ? sql`d.uuid = any(${uuids})` : sql`d.uuid in (${sql.join(uuids)})`;
-  const r = await sql<{ uuid: string }>`select d.uuid from search_docs d
-    where ${among} and ${visibleTo(viewer, 'd.owner_uuid', 'd.visibility', true)}`.execute(db);
-  return new Set(r.rows.map((row) => row.uuid));
+  if (owners.length === 0) return new Set();
+  const among =
+    dialect === 'postgres'
+      ? sql`f.friend_uuid = any(${owners})`
+      : sql`f.friend_uuid in (${sql.join(owners)})`;
+  const r = await sql<{ friend_uuid: string }>`select f.friend_uuid from friends f
+    where f.user_uuid = ${viewer} and ${among}`.execute(db);
+  return new Set(r.rows.map((row) => row.friend_uuid));
 }
 
 /**

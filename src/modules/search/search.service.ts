@@ -20,9 +20,11 @@ import {
   allowedEdits,
   candidateTrigrams,
   fold,
+  MAX_TERMS,
   type Order,
   parseOrder,
   queryTerms,
+  textTerms,
   typoDistance,
 } from './search.query.ts';
 import {
@@ -31,7 +33,7 @@ import {
   type DocRef,
   expandPrefix,
   findDocsInScope,
-  findDocUuidsVisibleTo,
+  findFriendsAmong,
   findRowsByUuids,
   type Match,
   type Scope,
@@ -232,7 +234,8 @@ async function hydrate(ctx: Context, viewer: string | null, refs: DocRef[]): Pro
   // The walk checked visibility a statement before the rows were read: an edit committed between the two that both
   // rewrote and hid an item would put its new text here. So each row is checked again as read: public, or the
   // viewer's own, is kept; private (or friends-only, for a guest) is dropped; friends-only needs the friends table.
-  const friendsOnly: string[] = [];
+  // The friends test is against the owner each row was read with, not the item as it is by then.
+  const friendsOnly = new Map<string, string>();
   kinds.forEach(([kind], i) => {
     for (const row of read[i] ?? []) {
       const audience = audienceOf(kind, row);
@@ -241,13 +244,15 @@ async function hydrate(ctx: Context, viewer: string | null, refs: DocRef[]): Pro
         audience.visibility === 'public' ||
         (viewer !== null && audience.owner === viewer);
       if (!keep && (viewer === null || audience?.visibility !== 'friends')) continue;
-      if (!keep) friendsOnly.push(row.uuid as string);
+      if (!keep) friendsOnly.set(row.uuid as string, String(audience?.owner));
       objects.set(row.uuid as string, toItem(kind, row));
     }
   });
-  if (friendsOnly.length > 0) {
-    const visible = await findDocUuidsVisibleTo(ctx.readDb, ctx.dialect, viewer, friendsOnly);
-    for (const uuid of friendsOnly) if (!visible.has(uuid)) objects.delete(uuid);
+  if (viewer !== null && friendsOnly.size > 0) {
+    const friends = await findFriendsAmong(ctx.readDb, ctx.dialect, viewer, [
+      ...new Set(friendsOnly.values()),
+    ]);
+    for (const [uuid, owner] of friendsOnly) if (!friends.has(owner)) objects.delete(uuid);
   }
   return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
 }
@@ -539,7 +544,8 @@ async function mentionUuids(ctx: Context, viewer: string | null, query: string, 
     page,
     () => fetch(0, TYPO_WHEN_FEWER_THAN),
     async (exact) => {
-      const terms = queryTerms(prefix);
+      // A username's parts (`a_b_c`): a name of more parts than a query may have words finds no near match.
+      const terms = textTerms(prefix).slice(0, MAX_TERMS);
       const scope: Scope = { kinds: ['user'], viewer, excludeUuids: [...exclude, ...exact] };
       return (await docTypos(ctx, terms, scope, [])).map((r) => r.uuid);
     },

@@ -45,8 +45,8 @@ export type VisibleTag = { row: TagRow; associations: string[] };
  * A tag row visible to `viewer` (null for a guest) with the uuids of its newest `perTag` associations the viewer
  * may see, in one statement (GET /tags/{uuid} on SQLite; PostgreSQL batches them, findVisibleTagsForViewersPg, which
  * must answer as this does). The visibility rule of tagVisibleTo, read off the same walk: a tag with an association
- * the viewer may see has a non-empty list; otherwise it is visible only as an emotion or a tag with no association at
- * all. (tagVisibleTo's own subqueries made PostgreSQL plan for 4 ms of each 6 ms call.)
+ * the viewer may see has a non-empty list; otherwise it is visible only as an emotion or a tag made through
+ * tags.create (visibleWithoutUse). (tagVisibleTo's own subqueries made PostgreSQL plan for 4 ms of each 6 ms call.)
  */
 export async function findVisibleTagWithAssociations(
   db: Db,
@@ -61,7 +61,7 @@ export async function findVisibleTagWithAssociations(
     .modifyFront(PREPARED)
     .selectAll()
     .select(newestAssociationsOf(dialect, 'tags.uuid', perTag, viewer).as('associations'))
-    .select(visibleWithoutUse('tags').as('unused_or_emotion'))
+    .select(visibleWithoutUse('tags').as('emotion_or_created'))
     .where('uuid', '=', uuid)
     .executeTakeFirst();
   return found ? visibleTagOf(found) : undefined;
@@ -69,11 +69,11 @@ export async function findVisibleTagWithAssociations(
 
 /** A tag row read with its newest visible associations and visibleWithoutUse, if the viewer may see the tag. */
 function visibleTagOf(
-  found: TagRow & { associations: string | null; unused_or_emotion: unknown },
+  found: TagRow & { associations: string | null; emotion_or_created: unknown },
 ): VisibleTag | undefined {
-  const { associations, unused_or_emotion, ...row } = found;
+  const { associations, emotion_or_created, ...row } = found;
   const visibleAssociations = splitUuids(associations);
-  if (visibleAssociations.length === 0 && !unused_or_emotion) return undefined;
+  if (visibleAssociations.length === 0 && !emotion_or_created) return undefined;
   return { row, associations: visibleAssociations };
 }
 
@@ -98,11 +98,11 @@ export async function findVisibleTagsForViewersPg(
   if (reads.length === 0) return out;
   const viewer = sql<string | null>`k.viewer`;
   // The ordinality is a bigint, which the pool's parser gives as a number.
-  type Found = TagRow & { i: number | string; associations: string | null; unused_or_emotion: unknown };
+  type Found = TagRow & { i: number | string; associations: string | null; emotion_or_created: unknown };
   // The text starts with the mark, as a prepared select must.
   const { rows } = await sql<Found>`select ${PREPARED} t.*, k.i,
       ${newestAssociationsOf('postgres', 't.uuid', perTag, viewer)} as associations,
-      ${visibleWithoutUse('t')} as unused_or_emotion
+      ${visibleWithoutUse('t')} as emotion_or_created
     from unnest(${reads.map((r) => r.uuid)}::text[], ${reads.map((r) => r.viewer)}::text[])
       with ordinality as k(tag_uuid, viewer, i)
     join tags t on t.uuid = k.tag_uuid`.execute(db);

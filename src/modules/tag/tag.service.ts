@@ -81,7 +81,7 @@ async function storedApiTag(trx: Db, dialect: Dialect, uuid: string, viewer: str
 }
 
 /**
- * One tag by uuid, if visible to the viewer (an emotion, a tag without associations, or one with an association on
+ * One tag by uuid, if visible to the viewer (an emotion, a tag made through tags.create, or one with an association on
  * something the viewer may see; otherwise 404 as if missing); its association uuids only those the viewer may see.
  * Returned rendered (`options.render`), from the exact read cache when nothing was committed since.
  */
@@ -262,10 +262,7 @@ function conflict(tagType: string, existing: TagRow | undefined): ApiError {
   );
 }
 
-/**
- * Creates a tag (switchable operation tags.create); 409 when the caller can see a tag of the type with the normalized
- * name. One they cannot see is published instead, as if new.
- */
+/** Creates a tag (switchable operation tags.create); 409 when the normalized name is taken for the type. */
 export async function createTag(
   ctx: Context,
   input: { name: string; tag_type: TagType },
@@ -286,16 +283,12 @@ export async function createTag(
       updated_at: now,
     });
     if (inserted) return storedApiTag(trx, ctx.dialect, uuid, viewer);
+    // A tag hidden from the caller (used only where they cannot see) is named by nobody's answer: the conflict says
+    // the name is taken, as uniqueness must, but not which tag holds it. Publishing it instead (tried in the
+    // sixty-fifth session) showed its associations_count, the total of its hidden uses, and let the caller watch it.
     const existing = await findTagByKey(trx, input.tag_type, key);
-    if (!existing || (await findTagByUuid(trx, existing.uuid, viewer)))
-      throw conflict(input.tag_type, existing);
-    // A tag the caller cannot see (extracted, its uses hidden from them or gone) does not exist for them: a 409 would
-    // tell them that someone used the name where they cannot look. The create publishes it as new, with the caller's
-    // spelling and time, as if it had come first; its hidden uses stay hidden. (A use committed meanwhile that the
-    // caller may see changes nothing: the tag is published either way.)
-    const patch = { name, standalone: 1, created_at: now, updated_at: now };
-    if (!(await updateTagRow(trx, existing.uuid, patch))) throw conflict(input.tag_type, undefined);
-    return storedApiTag(trx, ctx.dialect, existing.uuid, viewer);
+    const visible = existing && (await findTagByUuid(trx, existing.uuid, viewer));
+    throw conflict(input.tag_type, visible || undefined);
   });
 }
 

@@ -102,15 +102,11 @@ export async function findTarget(
         .$if(lock, (q) => q.forKeyShare())
         .executeTakeFirst();
     case 'user':
-      return (
-        db
-          .selectFrom('users')
-          .select(['uuid', 'uuid as user_uuid', 'language'])
-          .where('uuid', '=', uuid)
-          // Share, not key share: a language edit (no key column) must wait, or its copy onto the associations would
-          // miss the one written here with the language read before it.
-          .$if(lock, (q) => q.forShare())
-          .executeTakeFirst()
-      );
+      return db
+        .selectFrom('users')
+        .select(['uuid', 'uuid as user_uuid', 'language'])
+        .where('uuid', '=', uuid)
+        .$if(lock, (q) => q.forKeyShare())
+        .executeTakeFirst();
   }
 }
