@@ -190,8 +190,9 @@ async function assembleApp(
     }
   });
   installErrorHandler(app);
-  installNotFoundHandler(app);
+  const checkFixedPathMethods = installNotFoundHandler(app);
   if (config.CORS_ORIGINS.length > 0) await app.register(cors, corsOptions(config.CORS_ORIGINS));
+  checkFixedPathMethods();
   await app.register(openapiPlugin);
   await app.register(metricsPlugin);
   await app.register(accessPlugin, { ctx });

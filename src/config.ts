@@ -259,13 +259,13 @@ export const variables = {
   READ_CACHE_ENTRIES: {
     default: '10000',
     description:
-      "Token checks and tag reads (single tags, tag and association list pages) kept in each process's exact read cache (an entry is reused only while nothing was committed since; 0: no cache).",
+      "Entries of each of the seven exact read caches of each process (token checks, single tags, tag list pages and counts, association list pages and counts, karma records) (an entry is reused only while nothing was committed since; 0: no cache).",
     parse: int(0, 1_000_000),
   },
   READ_CACHE_MB: {
     default: '8',
     description:
-      'Memory each of the read caches (token checks, single tags, tag list pages, association list pages) may hold in each process, in MB (estimated); the least recently used entries go first when either this or READ_CACHE_ENTRIES is reached.',
+      'Memory each of the seven read caches (token checks, single tags, tag list pages and counts, association list pages and counts, karma records) may hold in each process, in MB (estimated); the least recently used entries go first when either this or READ_CACHE_ENTRIES is reached.',
     parse: int(1, 65_536),
   },
   HEAP_SEMI_SPACE_MB: {

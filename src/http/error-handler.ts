@@ -409,9 +409,10 @@ function sendMethodNotAllowed(
 /**
  * Unknown paths answer 404 not_found; known paths with another method 405 with Allow. That includes a fixed path
  * that a parameter route of the request's method would take (`GET /tags/create` is not `GET /tags/{tag_uuid}` with
- * an invalid uuid).
+ * an invalid uuid): the returned function installs that check, to be called after CORS (whose headers and
+ * preflights come first) and before any access check.
  */
-export function installNotFoundHandler(app: FastifyInstance): void {
+export function installNotFoundHandler(app: FastifyInstance): () => void {
   const patterns: { re: RegExp; methods: Set<string> }[] = [];
   const fixedPaths = new Map<string, Set<string>>();
   app.addHook('onRoute', (route) => {
@@ -434,13 +435,6 @@ export function installNotFoundHandler(app: FastifyInstance): void {
     }
     for (const m of methods) entry.methods.add(m);
   });
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!request.routeOptions.url?.includes(':')) return done();
-    const path = (request.raw.url ?? '/').split('?')[0] ?? '/';
-    const allowed = fixedPaths.get(path);
-    if (!allowed || allowed.has(request.method)) return done();
-    sendMethodNotAllowed(request, reply, path, allowed);
-  });
   app.setNotFoundHandler((request, reply) => {
     const path = (request.raw.url ?? '/').split('?')[0] ?? '/';
     const allowed = new Set<string>();
@@ -456,4 +450,17 @@ export function installNotFoundHandler(app: FastifyInstance): void {
         ),
       );
   });
+  return () => {
+    // By the path alone, before any other check (as the not-found handler answers): reading request.routeOptions, an
+    // object built per read, on every request made a cached tag read take 10-30% more CPU.
+    app.addHook('onRequest', (request, reply, done) => {
+      const url = request.raw.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q === -1 ? url : url.slice(0, q);
+      const allowed = fixedPaths.get(path);
+      // OPTIONS is CORS's or the not-found handler's, as before.
+      if (!allowed || allowed.has(request.method) || request.method === 'OPTIONS') return done();
+      sendMethodNotAllowed(request, reply, path, allowed);
+    });
+  };
 }

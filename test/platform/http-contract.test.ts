@@ -53,8 +53,10 @@ for (const dialect of testDialects()) {
         body(await t.inject({ method: 'GET', url: '/tags/create' })).error.code,
         'method_not_allowed',
       );
-      const trending = await t.inject({ method: 'GET', url: '/tags/trending', token: t.guest });
-      assert.equal(trending.statusCode, 200, 'a fixed path of the same method is its own route');
+      for (const method of ['GET', 'HEAD'] as const) {
+        const trending = await t.inject({ method, url: '/tags/trending', token: t.guest });
+        assert.equal(trending.statusCode, 200, `${method}: a fixed path of the same method is its own route`);
+      }
     });
 
     it('answers a trailing-slash variant of a path as an unknown route, not a contradictory 405', async () => {
