@@ -111,8 +111,7 @@ const EXAMPLE_MESSAGE: Record<ErrorCode, string> = {
 const CONFLICTS: Record<string, string> = {
   'POST /users': 'the username or the email is taken (compared ignoring case)',
   'POST /connections': 'a connection with that user already exists',
-  'POST /tags/create':
-    'a tag of that type with that name that you may see exists (compared ignoring case and accents)',
+  'POST /tags/create': 'a tag of that type with that name exists (compared ignoring case and accents)',
   'PUT /tags/{tag_uuid}/update': 'a tag of that type with that name exists',
   'POST /tag-association': 'the caller already associated that tag with that target',
   'POST /tag-associations/{tag_association_uuid}': 'the update would duplicate an association',
