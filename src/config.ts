@@ -259,7 +259,7 @@ export const variables = {
   READ_CACHE_ENTRIES: {
     default: '10000',
     description:
-      'Entries of each of the seven exact read caches of each process (token checks, single tags, tag list pages and counts, association list pages and counts, karma records) (an entry is reused only while nothing was committed since; 0: no cache).',
+      'Items each of the seven exact read caches of each process may hold (token checks, single tags, tag list pages and counts, association list pages and counts, karma records; a list page counts its items plus one, every other entry one); an entry is reused only while nothing was committed since; 0: no cache.',
     parse: int(0, 1_000_000),
   },
   READ_CACHE_MB: {

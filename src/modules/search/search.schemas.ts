@@ -53,7 +53,7 @@ const Query = Type.String({
   minLength: 1,
   maxLength: QUERY_MAX,
   description:
-    'What to search for, 1 to 200 characters. Every word must match, the last one as a prefix; quotes and operators are taken literally.',
+    'What to search for, 1 to 200 characters; a search by words takes at most 16 (more is a 400). Every word must match, the last one as a prefix; quotes and operators are taken literally.',
 });
 
 function orderParam(allowed: readonly string[]) {

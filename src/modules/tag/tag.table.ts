@@ -7,7 +7,7 @@ export interface TagTable {
   name_key: string;
   tag_type: string;
   associations_count: number;
-  /** 1 when made through POST /tags/create (visible while unused), 0 when extracted from content. */
+  /** 1 when made through POST /tags/create (visible whatever its uses), 0 when extracted from content. */
   standalone: Generated<number>;
   created_at: string;
   updated_at: string;
