@@ -84,8 +84,8 @@ function visibleParts(viewer: string | null): Expression<SqlBool>[] {
 
 /**
  * The tags visible to everybody whatever their uses: emotions, and tags made through tags.create (standalone). A
- * standalone tag stays public when it is used where others cannot see: hiding it then would tell anyone watching it
- * that someone used the word in hidden content, and would let any user hide a published tag from everyone.
+ * standalone tag stays public when it is used where others cannot see: hiding it then would let any user hide a
+ * published tag from everyone by one private use (its associations_count, the total, still moves with hidden uses).
  * `tagTable` as in tagVisibleTo.
  */
 export function visibleWithoutUse(tagTable: string): RawBuilder<SqlBool> {
