@@ -14,7 +14,13 @@ import { corsOptions } from './http/cors.ts';
 import { validateEnabledOperations } from './http/disabled.ts';
 import { emptyBodyIsObject } from './http/empty-body.ts';
 import { ErrorEnvelope, NoBody, NoQuery } from './http/envelope.ts';
-import { errorBody, installErrorHandler, installNotFoundHandler } from './http/error-handler.ts';
+import {
+  collectRouteMethods,
+  errorBody,
+  installErrorHandler,
+  installFixedPathMethodCheck,
+  installNotFoundHandler,
+} from './http/error-handler.ts';
 import { installFormBodyParser } from './http/form-body.ts';
 import { installJsonBodyParser } from './http/json-body.ts';
 import { rejectMistypedJson } from './http/json-types.ts';
@@ -190,9 +196,10 @@ async function assembleApp(
     }
   });
   installErrorHandler(app);
-  const checkFixedPathMethods = installNotFoundHandler(app);
+  const routes = collectRouteMethods(app);
+  installNotFoundHandler(app, routes);
   if (config.CORS_ORIGINS.length > 0) await app.register(cors, corsOptions(config.CORS_ORIGINS));
-  checkFixedPathMethods();
+  installFixedPathMethodCheck(app, routes);
   await app.register(openapiPlugin);
   await app.register(metricsPlugin);
   await app.register(accessPlugin, { ctx });

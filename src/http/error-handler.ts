@@ -406,39 +406,51 @@ function sendMethodNotAllowed(
     );
 }
 
-/**
- * Unknown paths answer 404 not_found; known paths with another method 405 with Allow. That includes a fixed path
- * that a parameter route of the request's method would take (`GET /tags/create` is not `GET /tags/{tag_uuid}` with
- * an invalid uuid): the returned function installs that check, to be called after CORS (whose headers and
- * preflights come first) and before any access check.
- */
-export function installNotFoundHandler(app: FastifyInstance): () => void {
-  const patterns: { re: RegExp; methods: Set<string> }[] = [];
-  const fixedPaths = new Map<string, Set<string>>();
+/** The request's path: its URL without the query. */
+function pathOf(url: string | undefined): string {
+  const u = url ?? '/';
+  const q = u.indexOf('?');
+  return q === -1 ? u : u.slice(0, q);
+}
+
+/** The methods of every registered route: by URL pattern, and by fixed path (a URL without parameters). */
+export interface RouteMethods {
+  patterns: { re: RegExp; methods: Set<string> }[];
+  fixedPaths: Map<string, Set<string>>;
+}
+
+/** Records each route's methods as it is registered, for the 404/405 answers; call before any route is added. */
+export function collectRouteMethods(app: FastifyInstance): RouteMethods {
+  const routes: RouteMethods = { patterns: [], fixedPaths: new Map() };
   app.addHook('onRoute', (route) => {
     if (route.url === '*' || route.url === '/*') return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (!route.url.includes(':')) {
-      const known = fixedPaths.get(route.url) ?? new Set<string>();
+      const known = routes.fixedPaths.get(route.url) ?? new Set<string>();
       for (const m of methods) known.add(m);
-      fixedPaths.set(route.url, known);
+      routes.fixedPaths.set(route.url, known);
     }
     const source = route.url
       .split('/')
       .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
       .join('/');
     const re = new RegExp(`^${source}$`);
-    let entry = patterns.find((p) => p.re.source === re.source);
+    let entry = routes.patterns.find((p) => p.re.source === re.source);
     if (!entry) {
       entry = { re, methods: new Set() };
-      patterns.push(entry);
+      routes.patterns.push(entry);
     }
     for (const m of methods) entry.methods.add(m);
   });
+  return routes;
+}
+
+/** Unknown paths answer 404 not_found; known paths with another method 405 with Allow. */
+export function installNotFoundHandler(app: FastifyInstance, routes: RouteMethods): void {
   app.setNotFoundHandler((request, reply) => {
-    const path = (request.raw.url ?? '/').split('?')[0] ?? '/';
+    const path = pathOf(request.raw.url);
     const allowed = new Set<string>();
-    for (const p of patterns) if (p.re.test(path)) for (const m of p.methods) allowed.add(m);
+    for (const p of routes.patterns) if (p.re.test(path)) for (const m of p.methods) allowed.add(m);
     if (allowed.size > 0) return sendMethodNotAllowed(request, reply, path, allowed);
     return reply
       .status(404)
@@ -450,17 +462,21 @@ export function installNotFoundHandler(app: FastifyInstance): () => void {
         ),
       );
   });
-  return () => {
-    // By the path alone, before any other check (as the not-found handler answers): reading request.routeOptions, an
-    // object built per read, on every request made a cached tag read take 10-30% more CPU.
-    app.addHook('onRequest', (request, reply, done) => {
-      const url = request.raw.url ?? '/';
-      const q = url.indexOf('?');
-      const path = q === -1 ? url : url.slice(0, q);
-      const allowed = fixedPaths.get(path);
-      // OPTIONS is CORS's or the not-found handler's, as before.
-      if (!allowed || allowed.has(request.method) || request.method === 'OPTIONS') return done();
-      sendMethodNotAllowed(request, reply, path, allowed);
-    });
-  };
+}
+
+/**
+ * Answers 405 with Allow for a fixed path that a parameter route of the request's method would otherwise take
+ * (`GET /tags/create` is not `GET /tags/{tag_uuid}` with an invalid uuid). Install after CORS (whose headers and
+ * preflights come first) and before any access check.
+ */
+export function installFixedPathMethodCheck(app: FastifyInstance, routes: RouteMethods): void {
+  // By the path alone, before any other check (as the not-found handler answers): reading request.routeOptions, an
+  // object built per read, on every request made a cached tag read take 10-30% more CPU.
+  app.addHook('onRequest', (request, reply, done) => {
+    const path = pathOf(request.raw.url);
+    const allowed = routes.fixedPaths.get(path);
+    // OPTIONS is CORS's or the not-found handler's, as before.
+    if (!allowed || allowed.has(request.method) || request.method === 'OPTIONS') return done();
+    sendMethodNotAllowed(request, reply, path, allowed);
+  });
 }

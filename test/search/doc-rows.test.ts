@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createQueryId } from 'kysely';
 import { uuidv7 } from '../../src/db/time.ts';
-import { search } from '../../src/modules/search/search.service.ts';
+import { search, searchTypes } from '../../src/modules/search/search.service.ts';
 import { findDocRows } from '../../src/modules/search/search-rows.service.ts';
 import { recordingQueries, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call } from './world.ts';
@@ -152,6 +152,54 @@ for (const dialect of testDialects()) {
       const asStranger = uuids(await hideBetween(ben.uuid));
       assert.ok(!asStranger.includes(shared) && !asStranger.includes(comment), JSON.stringify(asStranger));
       for (const post of [shared, thread]) await call(t, 'POST', `/posts/${post}/delete`, ana.token);
+    });
+
+    it('/search/types checks the rows of every column as read, with one friends lookup for the whole answer', async () => {
+      const [cy, dan] = [await t.createUser('cyra'), await t.createUser('dan')];
+      await befriend(t, ana, cy);
+      const anaPost = (await call(t, 'POST', '/posts', ana.token, { body: 'quokka from ana' })).uuid;
+      const danPost = (await call(t, 'POST', '/posts', dan.token, { body: 'quokka from dan' })).uuid;
+      const danThread = (await call(t, 'POST', '/posts', dan.token, { body: 'a thread' })).uuid;
+      const remark = (
+        await call(t, 'POST', `/posts/${danThread}/comments`, ana.token, { body: 'quokka remark' })
+      ).uuid;
+      const column = (found: { data: Record<string, unknown[]> }, kind: string) =>
+        (found.data[kind] ?? []).map((x) => (x as { uuid: string }).uuid);
+      const before = await searchTypes(t.ctx, cy.uuid, { query: 'quokka', order: 'created_at' });
+      assert.deepEqual(column(before, 'post'), [danPost, anaPost]);
+      assert.deepEqual(column(before, 'comment'), [remark]);
+      const between = editAfterWalk(t, anaPost, async () => {
+        for (const [post, owner] of [
+          [anaPost, ana],
+          [danPost, dan],
+          [danThread, dan],
+        ] as const)
+          await call(t, 'POST', `/posts/${post}/update`, owner.token, { visibility: 'friends' });
+      });
+      const { db: readDb, nodes } = recordingQueries(between.db);
+      const found = await searchTypes({ ...t.ctx, readDb }, cy.uuid, {
+        query: 'quokka',
+        order: 'created_at',
+      });
+      assert.ok(between.ran(), 'the edits ran between the walk and the reads');
+      assert.deepEqual(column(found, 'post'), [anaPost], "ana's friend keeps her post; dan's is gone");
+      assert.deepEqual(
+        column(found, 'comment'),
+        [],
+        "the remark under dan's now friends-only thread is gone",
+      );
+      const friendsLookups = nodes.filter((n) =>
+        JSON.stringify(n, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).includes(
+          'select f.friend_uuid from friends f',
+        ),
+      ).length;
+      assert.equal(friendsLookups, 1, 'one friends lookup for the answer');
+      for (const [post, owner] of [
+        [anaPost, ana],
+        [danPost, dan],
+        [danThread, dan],
+      ] as const)
+        await call(t, 'POST', `/posts/${post}/delete`, owner.token);
     });
 
     // Pages come from the searches, which decide who sees what; whether or not the two requests' reads share a turn,

@@ -1,5 +1,5 @@
-import type { Insertable } from 'kysely';
-import type { Db } from '../../db/database.ts';
+import { type Insertable, sql } from 'kysely';
+import type { Db, Dialect } from '../../db/database.ts';
 import { applyFilters, applyOrderAndWindow, type ListQuery } from '../../http/list-query.ts';
 import type { ConnectionTable } from './connection.table.ts';
 
@@ -114,4 +114,24 @@ export async function listConnectionsOfUser(db: Db, userUuid: string, lq: ListQu
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   return { rows, total: Number(total.n) };
+}
+
+/**
+ * Of `owners`, those whose friends-only items `viewer` may see (their confirmed friends): the check of a page's
+ * friends-only rows against the owner each row was read with.
+ */
+export async function findFriendsAmong(
+  db: Db,
+  dialect: Dialect,
+  viewer: string,
+  owners: string[],
+): Promise<Set<string>> {
+  if (owners.length === 0) return new Set();
+  const among =
+    dialect === 'postgres'
+      ? sql`f.friend_uuid = any(${owners})`
+      : sql`f.friend_uuid in (${sql.join(owners)})`;
+  const r = await sql<{ friend_uuid: string }>`select f.friend_uuid from friends f
+    where f.user_uuid = ${viewer} and ${among}`.execute(db);
+  return new Set(r.rows.map((row) => row.friend_uuid));
 }

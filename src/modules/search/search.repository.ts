@@ -398,26 +398,6 @@ export function prefixCondition(column: string, prefix: string): RawBuilder<unkn
 }
 
 /**
- * Of `owners`, those whose friends-only items `viewer` may see (their confirmed friends): the check of a page's
- * friends-only rows against the owner each row was read with.
- */
-export async function findFriendsAmong(
-  db: Db,
-  dialect: Dialect,
-  viewer: string,
-  owners: string[],
-): Promise<Set<string>> {
-  if (owners.length === 0) return new Set();
-  const among =
-    dialect === 'postgres'
-      ? sql`f.friend_uuid = any(${owners})`
-      : sql`f.friend_uuid in (${sql.join(owners)})`;
-  const r = await sql<{ friend_uuid: string }>`select f.friend_uuid from friends f
-    where f.user_uuid = ${viewer} and ${among}`.execute(db);
-  return new Set(r.rows.map((row) => row.friend_uuid));
-}
-
-/**
  * Comments with their post's audience (`post_visibility`, `post_owner`; null when the post is gone), read in the
  * statement that reads their text, so a page checks who may see a comment as of that text.
  */

@@ -6,6 +6,7 @@ import { ApiError } from '../../http/errors.ts';
 import { parseUuidList } from '../../http/list-query.ts';
 import { resolveWindow, type Window } from '../../http/paging.ts';
 import { toComment } from '../comment/comment.service.ts';
+import { findFriendsAmong } from '../connection/connection.repository.ts';
 import { toMedia } from '../media/media.service.ts';
 import { toMessage } from '../message/message.service.ts';
 import { toNetwork } from '../network/network.service.ts';
@@ -33,7 +34,6 @@ import {
   type DocRef,
   expandPrefix,
   findDocsInScope,
-  findFriendsAmong,
   findRowsByUuids,
   type Match,
   type Scope,
@@ -224,8 +224,22 @@ function audienceOf(
  * comments and media the viewer may no longer see).
  */
 async function hydrate(ctx: Context, viewer: string | null, refs: DocRef[]): Promise<Item[]> {
+  return inOrder(refs, await readItems(ctx, viewer, refs));
+}
+
+/** The objects of `refs` that were read, in the order of `refs`. */
+function inOrder(refs: DocRef[], objects: Map<string, Item>): Item[] {
+  return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
+}
+
+/** The API objects of found documents by uuid, as hydrate keeps them. */
+async function readItems(ctx: Context, viewer: string | null, refs: DocRef[]): Promise<Map<string, Item>> {
   const byKind = new Map<DocKind, string[]>();
-  for (const r of refs) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r.uuid]);
+  for (const r of refs) {
+    const uuids = byKind.get(r.kind);
+    if (uuids) uuids.push(r.uuid);
+    else byKind.set(r.kind, [r.uuid]);
+  }
   const objects = new Map<string, Item>();
   // One read per kind, all at once (PostgreSQL's connections, SQLite's reader threads): a mixed page read up to six
   // tables one after the other. On PostgreSQL concurrent searches share them (findDocRows).
@@ -254,7 +268,7 @@ async function hydrate(ctx: Context, viewer: string | null, refs: DocRef[]): Pro
     ]);
     for (const [uuid, owner] of friendsOnly) if (!friends.has(owner)) objects.delete(uuid);
   }
-  return refs.map((r) => objects.get(r.uuid)).filter((o) => o !== undefined);
+  return objects;
 }
 
 function toItem(kind: DocKind, row: Record<string, unknown>): Item {
@@ -457,17 +471,17 @@ export async function searchTypes(
   const window = windowOf(ctx, params);
   const match = await matchOf(ctx, params);
   // Independent per kind: they run at once on PostgreSQL's connections and SQLite's reader threads.
-  const columns = await Promise.all(
-    DOC_KINDS.map(async (kind) => {
+  const found = await Promise.all(
+    DOC_KINDS.map((kind) => {
       const scope: Scope = { kinds: [kind], viewer, language: params.language };
       // A column of each kind is a preview: it ranks at most the common-query depth (see docs/search.md).
       const most = Math.ceil(searchTuning.rankedCandidates / 5);
-      return [
-        kind,
-        await hydrate(ctx, viewer, await searchDocs(ctx, match, scope, order, window, most)),
-      ] as const;
+      return searchDocs(ctx, match, scope, order, window, most);
     }),
   );
+  // Read together: one read per kind still, but one friends check for the whole answer rather than one per column.
+  const objects = await readItems(ctx, viewer, found.flat());
+  const columns = DOC_KINDS.map((kind, i) => [kind, inOrder(found[i] ?? [], objects)] as const);
   return result(Object.fromEntries(columns), window);
 }
 
