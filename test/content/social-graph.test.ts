@@ -5,6 +5,7 @@ import { parseListQuery } from '../../src/http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../src/http/paging.ts';
 import { connectionPageQuery } from '../../src/modules/connection/connection.repository.ts';
 import { CONNECTION_WHITELIST } from '../../src/modules/connection/connection.schemas.ts';
+import { updateNetwork } from '../../src/modules/network/network.service.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 
 const MISSING = '0190a000-0000-7000-8000-000000000000';
@@ -334,6 +335,49 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('a network update answers the row as stored, with an edit of the other field committed meanwhile', {
+      skip: dialect.name !== 'postgres' && 'SQLite runs one write at a time',
+    }, async () => {
+      const net = body(
+        await t.inject({
+          method: 'POST',
+          url: '/networks',
+          token: a.token,
+          payload: { name: 'Before', description: 'D0' },
+        }),
+      ).data;
+      // Whatever the update reads of the network before it writes, another edit commits right after that read.
+      let armed = true;
+      const reads = new Set<unknown>();
+      const db = t.ctx.db.withPlugin({
+        transformQuery: (args) => {
+          if (args.node.kind === 'SelectQueryNode') reads.add(args.queryId);
+          return args.node;
+        },
+        transformResult: async (args) => {
+          if (
+            armed &&
+            reads.has(args.queryId) &&
+            JSON.stringify(args.result.rows[0] ?? {}).includes(net.uuid)
+          ) {
+            armed = false;
+            await t.ctx.db
+              .updateTable('networks')
+              .set({ description: 'D1' })
+              .where('uuid', '=', net.uuid)
+              .execute();
+          }
+          return args.result;
+        },
+      });
+      const answer = await updateNetwork({ ...t.ctx, db }, net.uuid, { name: 'After' });
+      const stored = body(
+        await t.inject({ method: 'GET', url: `/networks/${net.uuid}`, token: a.token }),
+      ).data;
+      assert.deepEqual(answer, stored);
+      await t.inject({ method: 'POST', url: `/networks/${net.uuid}/delete`, token: a.token });
+    });
+
     it('networks: create (201), read, update and delete by the owner only, join, members cleared', async () => {
       const created = await t.inject({
         method: 'POST',
@@ -435,6 +479,64 @@ for (const dialect of testDialects()) {
       assert.equal(members.length, 0);
       const gone = await t.inject({ method: 'GET', url: `/networks/${net.uuid}`, token: a.token });
       assert.equal(gone.statusCode, 404);
+    });
+
+    it('messages: sorted and filtered by whitelisted properties, so a page past the offset cap is reachable', async () => {
+      const [d, e] = [await t.createUser('dora'), await t.createUser('emil')];
+      for (const [from, to, text] of [
+        [d, e, 'one'],
+        [d, e, 'two'],
+        [e, d, 'back'],
+        [d, e, 'three'],
+      ] as const) {
+        await t.inject({
+          method: 'POST',
+          url: '/messages',
+          token: from.token,
+          payload: { recipient_uuid: to.uuid, body: text },
+        });
+        // Apart by a few milliseconds, so a created_at bound falls between two of them.
+        await new Promise((resolve) => setTimeout(resolve, 3));
+      }
+      const list = async (query: string) => {
+        const res = await t.inject({ method: 'GET', url: `/messages?${query}`, token: e.token });
+        assert.equal(res.statusCode, 200, res.body);
+        const page = body(res);
+        return { bodies: page.data.map((m: { body: string }) => m.body), total: page.count.total };
+      };
+      assert.deepEqual(await list(''), { bodies: ['three', 'back', 'two', 'one'], total: 4 });
+      assert.deepEqual(await list('sortby[created_at]=asc'), {
+        bodies: ['one', 'two', 'back', 'three'],
+        total: 4,
+      });
+      assert.deepEqual(await list(`filterby[user_uuid][eq]=${d.uuid}&limit=2`), {
+        bodies: ['three', 'two'],
+        total: 3,
+      });
+      assert.deepEqual(await list(`filterby[recipient_uuid][eq]=${d.uuid}`), { bodies: ['back'], total: 1 });
+      const all = body(
+        await t.inject({ method: 'GET', url: '/messages?sortby[created_at]=asc', token: e.token }),
+      );
+      const second = all.data[1].created_at as string;
+      assert.deepEqual(
+        await list(`filterby[created_at][gt]=${encodeURIComponent(second)}&sortby[created_at]=asc`),
+        {
+          bodies: ['back', 'three'],
+          total: 2,
+        },
+      );
+      // Another party's messages stay out whatever the filter names.
+      const other = await t.inject({
+        method: 'GET',
+        url: `/messages?filterby[user_uuid][eq]=${d.uuid}`,
+        token: a.token,
+      });
+      assert.equal(body(other).count.total, 0);
+      for (const query of ['sortby[body]=asc', 'filterby[body][eq]=one', 'filterby[user_uuid][eq]=nope']) {
+        const res = await t.inject({ method: 'GET', url: `/messages?${query}`, token: e.token });
+        assert.equal(res.statusCode, 400, query);
+        assert.equal(body(res).error.code, 'invalid_request', query);
+      }
     });
 
     it('messages: only sender and recipient see them; only the sender deletes', async () => {

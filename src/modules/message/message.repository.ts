@@ -1,6 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { Db } from '../../db/database.ts';
-import type { Window } from '../../http/paging.ts';
+import { applyFilters, applyOrderAndWindow, type ListQuery } from '../../http/list-query.ts';
 import type { MessageTable } from './message.table.ts';
 
 /** Stores a new message row. */
@@ -35,18 +35,26 @@ export async function findMessagesOfUser(db: Db, userUuid: string, forUpdate = f
     .execute();
 }
 
-/** One page of the messages a user sent or received, newest first, with the exact total. */
-export async function listMessagesOfUser(db: Db, userUuid: string, window: Window) {
-  const base = db
-    .selectFrom('messages')
-    .where((eb) => eb.or([eb('user_uuid', '=', userUuid), eb('recipient_uuid', '=', userUuid)]));
-  const rows = await base
-    .selectAll()
-    .orderBy('created_at', 'desc')
-    .orderBy('uuid', 'desc')
-    .limit(window.limit)
-    .offset(window.offset)
-    .execute();
-  const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+/** A user's messages, sent or received, under the list query's filters (paging aside). */
+function messagesOf(db: Db, userUuid: string, lq: ListQuery) {
+  return applyFilters(
+    db
+      .selectFrom('messages')
+      .where((eb) =>
+        eb.or([eb('messages.user_uuid', '=', userUuid), eb('messages.recipient_uuid', '=', userUuid)]),
+      ),
+    lq,
+    'messages.uuid',
+  );
+}
+
+/** One page of the messages a user sent or received, filtered and sorted (newest first by default), with the exact total. */
+export async function listMessagesOfUser(db: Db, userUuid: string, lq: ListQuery) {
+  const rows = await applyOrderAndWindow(messagesOf(db, userUuid, lq).selectAll(), lq, 'messages.uuid', [
+    { column: 'messages.created_at', direction: 'desc' },
+  ]).execute();
+  const total = await messagesOf(db, userUuid, lq)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return { rows, total: Number(total.n) };
 }

@@ -33,13 +33,13 @@ export default async function messageRoutes(app: FastifyInstance, opts: { ctx: C
       reply.status(201).send(ok(await service.sendMessage(ctx, caller(request), request.body))),
   );
 
-  app.get<{ Querystring: { offset?: number; page?: number; limit?: number } }>(
+  app.get<{ Querystring: Record<string, unknown> }>(
     '/messages',
     {
       config: { access: 'logged' },
       schema: {
         tags: ['messages'],
-        summary: 'List the messages the caller sent or received, newest first',
+        summary: 'List the messages the caller sent or received (newest first unless sorted)',
         querystring: messageListQuery(ctx.config.PAGE_LIMIT_MAX),
         response: { 200: ListEnvelope(Type.Array(MessageSchema)) },
       },

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { listQuerySchema, type Whitelist } from '../../http/list-query.ts';
 import { pagingQuery } from '../../http/paging.ts';
 import { UuidSchema, uuidSchema, visibleTextSchema } from '../../http/schemas.ts';
 import { BODY_MAX } from '../post/post.schemas.ts';
@@ -40,7 +41,17 @@ export const CreateMessageBody = Type.Object(
 /** Input of message creation. */
 export type CreateMessageInput = Static<typeof CreateMessageBody>;
 
+/** Properties of GET /messages that sortby and filterby accept (a page deeper than the offset cap needs them). */
+export const MESSAGE_WHITELIST: Whitelist = {
+  user_uuid: { column: 'messages.user_uuid', type: 'uuid' },
+  recipient_uuid: { column: 'messages.recipient_uuid', type: 'uuid' },
+  created_at: { column: 'messages.created_at', type: 'datetime' },
+};
+
 /** Query string of GET /messages. */
 export function messageListQuery(limitMax: number) {
-  return Type.Object(pagingQuery(limitMax), { additionalProperties: false });
+  return Type.Object(
+    { ...pagingQuery(limitMax), ...listQuerySchema(MESSAGE_WHITELIST) },
+    { additionalProperties: false },
+  );
 }

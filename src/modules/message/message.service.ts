@@ -4,10 +4,11 @@ import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import type { Count } from '../../http/envelope.ts';
 import { invalidField, objectNotFound } from '../../http/errors.ts';
-import { LIST_MAX_OFFSET, resolveWindow } from '../../http/paging.ts';
+import { parseListQuery } from '../../http/list-query.ts';
+import { LIST_MAX_OFFSET } from '../../http/paging.ts';
 import { findUserByUuid } from '../user/user.repository.ts';
 import * as repo from './message.repository.ts';
-import type { CreateMessageInput, Message } from './message.schemas.ts';
+import { type CreateMessageInput, MESSAGE_WHITELIST, type Message } from './message.schemas.ts';
 import type { MessageTable } from './message.table.ts';
 
 /** Maps a message row to the API object. */
@@ -84,15 +85,15 @@ async function deleteMessageInTrx(ctx: Context, trx: Db, row: Selectable<Message
   await repo.deleteMessageRow(trx, row.uuid);
 }
 
-/** One page of the messages the caller sent or received, newest first, with the exact total. */
+/** One page of the messages the caller sent or received (newest first unless sorted), with the exact total. */
 export async function listMessages(
   ctx: Context,
   userUuid: string,
-  query: { offset?: number; page?: number; limit?: number },
+  query: Record<string, unknown>,
 ): Promise<{ data: Message[]; count: Count }> {
-  const window = resolveWindow(query, LIST_MAX_OFFSET);
-  const { rows, total } = await repo.listMessagesOfUser(ctx.readDb, userUuid, window);
-  return { data: rows.map(toMessage), count: { ...window, total } };
+  const lq = parseListQuery(query, MESSAGE_WHITELIST, LIST_MAX_OFFSET);
+  const { rows, total } = await repo.listMessagesOfUser(ctx.readDb, userUuid, lq);
+  return { data: rows.map(toMessage), count: { offset: lq.offset, limit: lq.limit, total } };
 }
 
 /**

@@ -18,14 +18,9 @@ export async function findNetworkByUuid(db: Db, uuid: string, lock?: 'key share'
     .executeTakeFirst();
 }
 
-/** Changes a network row; false when there is none (deleted since it was read). */
-export async function updateNetworkRow(
-  db: Db,
-  uuid: string,
-  patch: Updateable<NetworkTable>,
-): Promise<boolean> {
-  const result = await db.updateTable('networks').set(patch).where('uuid', '=', uuid).executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+/** Applies `patch` to a network; the row as stored afterwards, or undefined when there is none. */
+export async function updateNetworkRow(db: Db, uuid: string, patch: Updateable<NetworkTable>) {
+  return db.updateTable('networks').set(patch).where('uuid', '=', uuid).returningAll().executeTakeFirst();
 }
 
 /** Detaches every member and post from a network, so nothing points at it once it is gone. */

@@ -65,19 +65,16 @@ export async function networkOwner(ctx: Context, uuid: string): Promise<string |
 
 /** Changes a network's name or description (the owner check ran before). */
 export async function updateNetwork(ctx: Context, uuid: string, input: UpdateNetworkInput): Promise<Network> {
-  return ctx.db.transaction().execute(async (trx) => {
-    const row = await repo.findNetworkByUuid(trx, uuid);
-    if (!row) throw objectNotFound('network');
-    const patch = {
-      ...(input.name !== undefined ? { name: input.name } : {}),
-      ...(input.description !== undefined ? { description: input.description } : {}),
-      updated_at: nowIso(),
-    };
-    // Not locked, so joins are not held up by a rename; a delete committing since the read leaves no row to change,
-    // and the answer is then the 404 of a missing network, not the old row as if kept.
-    if (!(await repo.updateNetworkRow(trx, uuid, patch))) throw objectNotFound('network');
-    return toNetwork({ ...row, ...patch });
-  });
+  const patch = {
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    updated_at: nowIso(),
+  };
+  // One statement: the answer is the row as this update left it (a concurrent edit of the other field included),
+  // and a network deleted meanwhile leaves no row, so the answer is the 404 of a missing network.
+  const row = await ctx.db.transaction().execute((trx) => repo.updateNetworkRow(trx, uuid, patch));
+  if (!row) throw objectNotFound('network');
+  return toNetwork(row);
 }
 
 /** Deletes a network inside `trx`: networkDeleted first (subscribers still see the row), then members are cleared. */
