@@ -643,4 +643,10 @@ export class GroupCommitAdapter extends SqliteAdapter {
   override get supportsMultipleConnections(): boolean {
     return true;
   }
+
+  // SQLite's DDL is transactional; saying so makes Kysely's migrator run the pending migrations in one transaction
+  // (see TransactionalDdlSqliteAdapter).
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
 }

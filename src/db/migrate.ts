@@ -80,7 +80,10 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
   };
 }
 
-/** Brings the schema up to date (Kysely's migrator locks, so concurrent starts are safe); returns what ran. */
+/**
+ * Brings the schema up to date in one transaction on either engine (PostgreSQL's migrator lock, SQLite's BEGIN
+ * IMMEDIATE: concurrent starts wait for each other); returns what ran.
+ */
 export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
   if (dialect !== 'postgres') return runMigrations(db, dialect);
   // A migration may build an index over, or rewrite, a whole table of a grown database (an early 0023 that filled its
@@ -123,12 +126,26 @@ async function refuseAsciiOnlyCtype(db: Kysely<Database>): Promise<void> {
   );
 }
 
-async function runMigrations(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrationsFor(dialect) },
-  });
+/**
+ * Runs the pending ones of `migrations` (the engine's list by default) in one transaction; an error names the
+ * migration that failed, and none of the run is kept.
+ */
+export async function runMigrations(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  migrations: Record<string, Migration> = migrationsFor(dialect),
+): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      failed
+        ? `migration ${failed} failed (nothing of this run was kept): ${message}`
+        : `migrating failed: ${message}`,
+      { cause: error },
+    );
+  }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

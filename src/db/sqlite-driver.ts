@@ -4,6 +4,7 @@ import {
   type DatabaseConnection,
   type DialectAdapter,
   type Driver,
+  SqliteAdapter,
   type SqliteDatabase,
   SqliteDialect,
   SqliteDriver,
@@ -204,6 +205,19 @@ class ImmediateSqliteDriver extends SqliteDriver {
   }
 }
 
+/**
+ * Kysely's SQLite adapter, saying what is true of SQLite: its DDL is transactional. Kysely's migrator then runs the
+ * pending migrations in one transaction, as on PostgreSQL: a start stopped halfway (an index build over a grown
+ * table killed by Ctrl-C) leaves neither a half-applied migration, which no rerun could get past ("duplicate
+ * column"), nor one applied but unrecorded; and BEGIN IMMEDIATE makes a second process that migrates wait for the
+ * first, then find nothing left to do.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 /** Configuration of the dialect: the write connection and, for group commit, a committed-data connection. */
 export interface NodeSqliteDialectConfig {
   database: NodeSqliteDatabase;
@@ -235,6 +249,6 @@ export class NodeSqliteDialect extends SqliteDialect {
   }
 
   createAdapter(): DialectAdapter {
-    return this.#config.reader ? new GroupCommitAdapter() : super.createAdapter();
+    return this.#config.reader ? new GroupCommitAdapter() : new TransactionalDdlSqliteAdapter();
   }
 }

@@ -232,8 +232,10 @@ export function coreMigration(dialect: Dialect) {
         .execute();
 
       if (dialect === 'postgres') {
-        // Case-insensitive `like` filters and trigram search use pg_trgm where it is available.
-        await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db).catch(() => undefined);
+        // Case-insensitive `like` filters and trigram search use pg_trgm (0002 needs it too). Not caught: a failure
+        // aborts the migration's transaction anyway, and its own message (no privilege, contrib not installed) is the
+        // one to show.
+        await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db);
       }
     },
   };

@@ -61,8 +61,8 @@ export async function refoldTagKeys<DB>(db: Kysely<DB>): Promise<{ rekeyed: numb
 export function tagKeyFoldMigration() {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
-      // Kysely runs SQLite's migrations outside a transaction (it does not count SQLite's DDL as transactional): a
-      // merge stopped halfway would leave a count that no later run repairs.
+      // A merge stopped halfway would leave a count that no later run repairs. The migrator runs in a transaction on
+      // both engines (migrate.ts); a caller outside one gets its own.
       if (db.isTransaction) await refoldTagKeys(db);
       else await db.transaction().execute((trx) => refoldTagKeys(trx));
     },

@@ -1,9 +1,9 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Runs raw statements in one transaction (the caller's, if it is in one). Kysely runs SQLite's migrations outside a
- * transaction: stopped halfway, a rerun would find triggers gone or send FTS5 'delete' for entries already deleted,
- * which corrupts an external-content index.
+ * Runs raw statements in one transaction (the caller's, if it is in one: the migrator's, on both engines). Stopped
+ * halfway outside one, a rerun would find triggers gone or send FTS5 'delete' for entries already deleted, which
+ * corrupts an external-content index.
  */
 export async function runStatementsAtomically(
   db: Kysely<unknown>,
