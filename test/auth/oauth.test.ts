@@ -146,6 +146,17 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('a client_id beside HTTP Basic names the client (same id: fine); a second secret or another id is a 400', async () => {
+      const auth = { authorization: basic(t.client.id, t.client.secret) };
+      const same = await token({ grant_type: 'client_credentials', client_id: t.client.id }, auth);
+      assert.equal(same.statusCode, 200, same.body);
+      for (const extra of [{ client_id: third.id }, { client_secret: t.client.secret }]) {
+        const res = await token({ grant_type: 'client_credentials', ...extra }, auth);
+        assert.equal(res.statusCode, 400, JSON.stringify(extra));
+        assert.equal(body(res).error, 'invalid_request');
+      }
+    });
+
     it('Basic credentials with a NUL or another control character are malformed: 401 invalid_client, never a 500', async () => {
       const { id, secret } = t.client;
       const raw = (text: string) => `Basic ${Buffer.from(text).toString('base64')}`;
@@ -191,6 +202,11 @@ for (const dialect of testDialects()) {
       const after = await t.inject({ method: 'GET', url: `/users/${alice.uuid}`, token: guest });
       assert.equal(after.statusCode, 401);
       assert.equal(body(after).error.code, 'invalid_client');
+      assert.equal(
+        after.headers['www-authenticate'],
+        'Bearer error="invalid_token"',
+        'a 401 names its scheme',
+      );
       // Enabled again (BOOTSTRAP_CLIENT, clients create with the id): what the disable refused stays refused.
       await saveClient(t.ctx.db, { id: 'soon-off', secret: 'soon-off-secret', name: 'x', firstParty: true });
       const again = await t.inject({ method: 'GET', url: `/users/${alice.uuid}`, token: guest });
@@ -361,6 +377,19 @@ for (const dialect of testDialects()) {
         payload: { token: 'no-such-token', client_id: t.client.id, client_secret: t.client.secret },
       });
       assert.equal(unknown.statusCode, 200);
+      // Longer than any token issued: unknown too (200 on revoke, invalid_grant on refresh), not a malformed request.
+      const long = 'a'.repeat(300);
+      const longRevoke = await t.inject({
+        method: 'POST',
+        url: '/oauth/revoke',
+        payload: { token: long, client_id: t.client.id, client_secret: t.client.secret },
+      });
+      assert.equal(longRevoke.statusCode, 200, longRevoke.body);
+      const longRefresh = await asClient({ grant_type: 'refresh_token', refresh_token: long });
+      assert.equal(longRefresh.statusCode, 400);
+      assert.equal(body(longRefresh).error, 'invalid_grant');
+      const huge = await asClient({ grant_type: 'refresh_token', refresh_token: 'a'.repeat(5000) });
+      assert.equal(body(huge).error, 'invalid_request', 'still bounded');
     });
 
     it('revoke: another client cannot revoke a token; client auth and token are required', async () => {

@@ -257,6 +257,32 @@ for (const dialect of testDialects()) {
         assert.equal(res.statusCode, 400, `${field}: ${res.body}`);
         assert.equal(body(res).error.details[0].field, field);
       }
+      // Labelled JSON but not JSON, or cut at the field size: the parser's own error, a 400 like any malformed form.
+      for (const json of ['{oops', `"${'x'.repeat(17 * 1024)}"`]) {
+        const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
+        const boundary = /boundary=(.*)$/.exec(f.headers['content-type'])?.[1] as string;
+        const part = `--${boundary}\r\nContent-Disposition: form-data; name="title"\r\nContent-Type: application/json\r\n\r\n${json}\r\n`;
+        const res = await t.inject({
+          method: 'POST',
+          url: '/media',
+          token: owner.token,
+          payload: Buffer.concat([Buffer.from(part), f.payload]),
+          headers: f.headers,
+        });
+        assert.equal(res.statusCode, 400, `${json.slice(0, 10)}: ${res.body}`);
+        assert.equal(body(res).error.code, 'invalid_request');
+      }
+      // The file sent as a text field (curl -F file=photo.png, without the @) is a malformed form, not a 415.
+      const textFile = form({ file: 'photo.png' }, []);
+      const asText = await t.inject({
+        method: 'POST',
+        url: '/media',
+        token: owner.token,
+        payload: textFile.payload,
+        headers: textFile.headers,
+      });
+      assert.equal(asText.statusCode, 400, asText.body);
+      assert.equal(body(asText).error.details[0].field, 'file');
       const broken = await t.inject({
         method: 'POST',
         url: '/media',

@@ -57,6 +57,9 @@ export async function authenticate(
     throw new ApiError(
       'invalid_client',
       'The client this token was issued to is disabled; ask the operator to enable it, or get a token from another client.',
+      undefined,
+      // A 401 names its scheme (RFC 9110 15.5.2), as every other 401 here does.
+      { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
     );
   if (row.revoked_at !== null)
     throw unauthenticated('The bearer token was revoked. Get a new one from POST /oauth/token.');

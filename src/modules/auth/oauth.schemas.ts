@@ -5,6 +5,9 @@ import { type Static, Type } from 'typebox';
 const Field = (maxLength: number, description: string) =>
   Type.Optional(Type.String({ maxLength, description }));
 
+/** The longest token string read; the tokens issued are far shorter, anything longer is no token. */
+const TOKEN_FIELD_MAX = 4096;
+
 /** Body of POST /oauth/token (JSON or form-encoded). */
 export const TokenBody = Type.Object(
   {
@@ -14,7 +17,9 @@ export const TokenBody = Type.Object(
     }),
     username: Field(254, 'password grant: username or email'),
     password: Field(1024, 'password grant: the password'),
-    refresh_token: Field(200, 'refresh_token grant: the refresh token'),
+    // Bounded well above any token issued here: a longer string is an unknown token (invalid_grant), as RFC 6749
+    // 5.2 names it, not a malformed request.
+    refresh_token: Field(TOKEN_FIELD_MAX, 'refresh_token grant: the refresh token'),
     scope: Field(200, 'ignored: the scope is user for user tokens and guest for guest tokens'),
     client_id: Field(100, 'client id, when not sent with HTTP Basic'),
     client_secret: Field(200, 'client secret, when not sent with HTTP Basic'),
@@ -25,7 +30,8 @@ export const TokenBody = Type.Object(
 /** Body of POST /oauth/revoke (RFC 7009). */
 export const RevokeBody = Type.Object(
   {
-    token: Type.String({ maxLength: 200, description: 'the access or refresh token to revoke' }),
+    // Unknown tokens, too long ones included, answer 200 (RFC 7009 2.2).
+    token: Type.String({ maxLength: TOKEN_FIELD_MAX, description: 'the access or refresh token to revoke' }),
     token_type_hint: Field(50, 'access_token or refresh_token (optional; every kind is searched anyway)'),
     client_id: Field(100, 'client id, when not sent with HTTP Basic'),
     client_secret: Field(200, 'client secret, when not sent with HTTP Basic'),

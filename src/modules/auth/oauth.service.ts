@@ -53,9 +53,15 @@ export async function authenticateClient(
   const usedBasic = creds.basic !== undefined;
   const fail = (d: string) =>
     new OAuthError(401, 'invalid_client', d, usedBasic ? { 'WWW-Authenticate': 'Basic realm="oauth"' } : {});
-  if (usedBasic && (creds.bodyId !== undefined || creds.bodySecret !== undefined)) {
+  // A body client_id beside Basic only names the client (RFC 6749 3.2.1), which must be the same one; a body secret
+  // would be a second method.
+  const basicId = typeof creds.basic === 'object' ? creds.basic.id : undefined;
+  if (
+    usedBasic &&
+    (creds.bodySecret !== undefined || (creds.bodyId !== undefined && creds.bodyId !== basicId))
+  ) {
     throw invalidRequest(
-      'Authenticate the client one way only: HTTP Basic or client_id/client_secret in the body.',
+      'Authenticate the client one way only: HTTP Basic or client_id/client_secret in the body (a client_id beside HTTP Basic must name the same client).',
     );
   }
   if (creds.basic === 'malformed') {

@@ -27,6 +27,12 @@ function multipartError(error: FastifyError): Error {
       );
     case 'FST_PROTO_VIOLATION':
       return new ApiError('invalid_request', 'A form field name is not allowed.');
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      // The parser reads a part labelled application/json as JSON; form fields are plain text anyway.
+      return new ApiError(
+        'invalid_request',
+        'A form field is labelled application/json but is not valid JSON; send form fields as plain text.',
+      );
   }
   if (
     !(error instanceof ApiError) &&
@@ -124,7 +130,9 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
     },
     async (request, reply) => {
       const upload = uploads.get(request);
-      if (!upload) throw notMultipart();
+      // A multipart form whose file field is text (`curl -F file=photo.png`, without the @): the form is malformed.
+      if (!upload)
+        throw invalidField('file', 'must be a file part (with a filename); it arrived as a text field');
       const { file: _file, ...input } = request.body;
       const media = await service.createMedia(ctx, request.auth?.userUuid as string, upload, input);
       return reply.status(201).send(ok(media));
