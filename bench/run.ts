@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { BENCH_USERNAME } from '../src/cli/seed/world.ts';
-import { urlWithoutCredentials } from '../src/config.ts';
+import { argsWithoutCredentials, urlWithoutCredentials } from '../src/config.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import { createPostgresDatabaseIfMissing } from '../src/db/create-database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
@@ -288,7 +288,7 @@ async function seedIfEmpty(opts: Options): Promise<string> {
     '--db',
     opts.db,
   ];
-  console.log(`seeding: node ${args.join(' ')}`);
+  console.log(`seeding: node ${argsWithoutCredentials(args)}`);
   const started = Date.now();
   const out = execFileSync(process.execPath, args, {
     encoding: 'utf8',
@@ -586,7 +586,7 @@ async function main(): Promise<void> {
     const likes = opts.likeRuns > 0 ? await likeBaseline(opts, list, base, opts.likeRuns) : [];
 
     const cpu = cpus()[0]?.model ?? 'unknown cpu';
-    const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
+    const command = `npm run bench -- ${argsWithoutCredentials(process.argv.slice(2))}`.trim();
     const reads = rows.slice(1).filter((r) => r.ratio !== '-');
     const md = [
       `## Run \`${opts.label}\``,

@@ -1,4 +1,5 @@
-// Guards npm scripts: the pinned Node 24 from devDependencies must be the one running.
+// Guards npm scripts: the pinned Node 24 from devDependencies must be the one running. Plain JavaScript (.mjs), so
+// the Node it refuses (20, which cannot run .ts) can run it and print this rather than a stack trace.
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
   console.error(

@@ -9,9 +9,20 @@ interface VariableSpec<T> {
   shown?: (raw: string) => string;
 }
 
-/** A URL fit to print: any user and password left out (up to the first `@`, so a `/` in a password goes too). */
+/**
+ * A URL fit to print: any user and password left out (up to the last `@`, so a `/`, `?` or raw `@` in a password
+ * goes too; a query holding an `@` loses its host as well, which only over-hides), and the values of the query
+ * parameters pg reads credentials from shown as `***`.
+ */
 export function urlWithoutCredentials(url: string): string {
-  return url.replace(/\/\/[^@]*@/, '//');
+  return url
+    .replace(/\/\/.*@/s, '//')
+    .replace(/([?&](?:user|password|sslpassword|passfile|sslkey)=)[^&#]*/gi, '$1***');
+}
+
+/** A command line fit to print: each argument that holds a URL has its credentials left out. */
+export function argsWithoutCredentials(args: readonly string[]): string {
+  return args.map((a) => (a.includes('://') ? urlWithoutCredentials(a) : a)).join(' ');
 }
 
 /** A URL as an error shows it. */

@@ -26,7 +26,8 @@ const RELAUNCHED = 'SOCIAL_API_MEMORY_SETTINGS_APPLIED';
  */
 function relaunchWithMemorySettings(config: Config): void {
   if (process.env[RELAUNCHED] || typeof process.execve !== 'function') return;
-  const given = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`;
+  // Node takes `--max_old_space_size` for `--max-old-space-size`: compared with dashes throughout.
+  const given = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`.replaceAll('_', '-');
   const flags: string[] = [];
   if (config.HEAP_SEMI_SPACE_MB > 0 && !given.includes('--max-semi-space-size')) {
     flags.push(`--max-semi-space-size=${config.HEAP_SEMI_SPACE_MB}`);

@@ -2,7 +2,7 @@
 // small believable world, starts the API on it (HOST/PORT as usual), and prints a token of a demo user and three
 // example requests. The world comes from the seed generator (src/cli/seed), with its progress bars.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { buildApp } from '../app.ts';
 import { ConfigError, loadConfig } from '../config.ts';
@@ -58,11 +58,23 @@ function removeDemoFiles(db: string, mediaDir: string): void {
   rmSync(mediaDir, { recursive: true, force: true });
 }
 
+/** Whether two paths name one file: the same resolved path, or (both existing) the same device and inode, so a
+ * symlink or a case-insensitive file system cannot disguise the API's database. */
+function sameFile(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
   const { db, world } = parseDemoArgs(process.argv.slice(2));
   const api = loadConfig().DATABASE_URL;
   // The demo deletes its file first: never the API's own database.
-  if (api.startsWith('sqlite:') && resolve(api.slice('sqlite:'.length)) === resolve(db)) {
+  if (api.startsWith('sqlite:') && sameFile(api.slice('sqlite:'.length), db)) {
     throw new Error(
       `--db ${db} is the API's own database (DATABASE_URL), which the demo would delete; give the demo another file`,
     );

@@ -46,7 +46,12 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    console.error(err instanceof ConfigError ? err.message : err);
+    // An operational error (database unreachable, locked, a migration refused) is its message; DEBUG=1 adds the stack.
+    const message = err instanceof Error ? err.message : String(err);
+    const code = err instanceof Error ? (err as { code?: unknown }).code : undefined;
+    console.error(
+      err instanceof ConfigError || !process.env.DEBUG ? `error: ${message}${code ? ` (${code})` : ''}` : err,
+    );
     process.exit(1);
   },
 );

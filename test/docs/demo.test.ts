@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -59,17 +59,22 @@ describe('npm run demo', () => {
   it("refuses a --db that is the API's own database, deleting nothing", async () => {
     const own = join(dir, 'social.db');
     writeFileSync(own, 'the API database');
-    const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: `sqlite:${own}` };
-    delete env.NODE_TEST_CONTEXT;
-    const refused = spawn(process.execPath, ['src/cli/demo.ts', '--db', own], { cwd: ROOT, env });
-    let said = '';
-    refused.stderr?.on('data', (d) => {
-      said += d;
-    });
-    const code = await new Promise((r) => refused.once('exit', r));
-    assert.equal(code, 1);
-    assert.match(said, /the API's own database/);
-    assert.ok(existsSync(own), 'the file is still there');
+    // Named directly, and through a symlink to it.
+    const link = join(dir, 'link-to-social.db');
+    symlinkSync(own, link);
+    for (const db of [own, link]) {
+      const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: `sqlite:${own}` };
+      delete env.NODE_TEST_CONTEXT;
+      const refused = spawn(process.execPath, ['src/cli/demo.ts', '--db', db], { cwd: ROOT, env });
+      let said = '';
+      refused.stderr?.on('data', (d) => {
+        said += d;
+      });
+      const code = await new Promise((r) => refused.once('exit', r));
+      assert.equal(code, 1, db);
+      assert.match(said, /the API's own database/);
+      assert.ok(existsSync(own), 'the file is still there');
+    }
   });
 
   it('shows progress while it builds the world, then prints the counts', () => {

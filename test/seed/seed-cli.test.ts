@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { parseSeedArgs } from '../../src/cli/seed/main.ts';
+import { argsWithoutCredentials } from '../../src/config.ts';
 import { testDialects } from '../helper.ts';
 
 /** Runs a CLI entry point with Node 24 (the tests' own) from the project's root; returns its standard output. */
@@ -114,6 +115,9 @@ describe('npm run seed: arguments refused before anything is written', () => {
     for (const [db, shown] of [
       ['./data/x.db', './data/x.db'],
       ['mysql://root:hunter2@localhost/db', 'mysql://localhost/db'],
+      // A raw @ in the password, and a password given as a query parameter, are hidden too.
+      ['mysql://root:hun@ter2@localhost/db', 'mysql://localhost/db'],
+      ['mysql://localhost/db?user=root&password=hunter2', 'mysql://localhost/db?user=***&password=***'],
     ] as const) {
       const r = spawnSync(
         process.execPath,
@@ -128,6 +132,19 @@ describe('npm run seed: arguments refused before anything is written', () => {
       assert.ok(r.stderr.includes(`bad argument --db ${shown}: must start with sqlite:`), r.stderr);
       assert.doesNotMatch(r.stderr, /hunter2/);
     }
+  });
+
+  it('an in-memory database, which would keep nothing, is refused', () => {
+    for (const db of ['sqlite:', 'sqlite::memory:']) {
+      assert.throws(() => parseSeedArgs(['--db', db]), /in-memory database keeps nothing/);
+    }
+  });
+
+  it('a command line shown in the benchmark report has no credentials', () => {
+    assert.equal(
+      argsWithoutCredentials(['--db', 'postgres://u:pa@ss@h:5432/x?sslpassword=k', '--workers', '1']),
+      '--db postgres://h:5432/x?sslpassword=*** --workers 1',
+    );
   });
 
   it('--users-per-network 0 is taken as 1, not as endless networks', () => {

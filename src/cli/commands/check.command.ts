@@ -1,4 +1,6 @@
+import { checkFriendships } from '../../modules/connection/connection.service.ts';
 import { checkKarmaTotals } from '../../modules/karma/karma.service.ts';
+import { checkSearchIndex } from '../../modules/search/search.service.ts';
 import { checkTagCounts } from '../../modules/tag/tag.service.ts';
 import { checkAssociationAudiences } from '../../modules/tag-association/tag-association.service.ts';
 import type { Command } from '../command.ts';
@@ -19,12 +21,14 @@ function report<T>(mismatches: T[], line: (m: T) => string, failed: (count: stri
 
 /**
  * `check`: verifies that every user's karma total equals their ledger, that every tag association's copied audience
- * matches its target and that every tag's associations_count equals its associations; exit code 1 on any difference.
+ * matches its target, that every tag's associations_count equals its associations, that the friends table matches
+ * the confirmed connections and that every search document says who may find it as its item does; exit code 1 on
+ * any difference.
  */
 export const checkCommand: Command = {
   name: 'check',
   usage:
-    'check                        verify invariants (users.karma equals the karma ledger of every user; tag association audiences match their targets; tag counts match their associations)',
+    'check                        verify invariants (users.karma equals the karma ledger of every user; tag association audiences match their targets; tag counts match their associations; friends match confirmed connections; search documents match their items)',
   async run(ctx) {
     const audiencesOk = report(
       await checkAssociationAudiences(ctx.db, LISTED),
@@ -40,6 +44,18 @@ export const checkCommand: Command = {
       (n) =>
         `check FAILED: ${n} tags have an associations_count that differs from their associations (repair, with writes stopped: UPDATE tags SET associations_count = (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid) WHERE associations_count <> (SELECT count(*) FROM tag_associations a WHERE a.tag_uuid = tags.uuid))`,
     );
+    const friendsOk = report(
+      await checkFriendships(ctx.db, LISTED),
+      (m) => `friendship mismatch: ${m.user_uuid} -> ${m.friend_uuid}: ${m.problem}`,
+      (n) =>
+        `check FAILED: ${n} friendships differ between the friends table and the confirmed connections (visibility reads the friends table; repair: delete the connection from either side and befriend again)`,
+    );
+    const indexOk = report(
+      await checkSearchIndex(ctx.db, LISTED),
+      (m) => `search index mismatch: ${m.kind} ${m.uuid}: ${m.problem}`,
+      (n) =>
+        `check FAILED: ${n} search documents differ from their items (repair: npm run cli -- search reindex)`,
+    );
     const result = await checkKarmaTotals(ctx.db);
     for (const m of result.mismatches) {
       console.log(
@@ -52,9 +68,9 @@ export const checkCommand: Command = {
       );
       return 1;
     }
-    if (!audiencesOk || !countsOk) return 1;
+    if (!audiencesOk || !countsOk || !friendsOk || !indexOk) return 1;
     console.log(
-      `check OK: ${result.users} users, ${result.records} karma records, every total matches; every tag association audience matches its target; every tag count matches its associations`,
+      `check OK: ${result.users} users, ${result.records} karma records, every total matches; every tag association audience matches its target; every tag count matches its associations; every friendship matches its connection; every search document matches its item`,
     );
     return 0;
   },

@@ -53,6 +53,9 @@ export function parseSeedArgs(argv: string[]): {
     if (flag === '--db') {
       try {
         db = databaseUrl(value);
+        // connectDatabase reads `sqlite:` alone as in-memory too.
+        if (db === 'sqlite:' || db === 'sqlite::memory:')
+          throw new Error('an in-memory database keeps nothing; give a file');
       } catch (err) {
         throw new Error(
           `bad argument --db ${urlWithoutCredentials(value)}: ${(err as Error).message}\n${USAGE}`,
@@ -94,6 +97,16 @@ export async function seedDatabase(
   });
   try {
     await migrateToLatest(handle.db, handle.dialect);
+    // Before the pragmas below leave WAL mode: a database that is refused is left as the API uses it.
+    const existing = await handle.db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    if (Number(existing.n) > 0) {
+      throw new Error(
+        `the database ${urlWithoutCredentials(url)} already has ${existing.n} users; seed an empty database`,
+      );
+    }
     if (handle.dialect === 'sqlite') {
       // A bulk load into a new database, of no use half written: no fsync at all, and the rollback journal in
       // memory instead of the WAL (which writes every page twice, once more when checkpointing); a process or
@@ -103,15 +116,6 @@ export async function seedDatabase(
       await sql`PRAGMA cache_size = -1048576`.execute(handle.db);
       await sql`PRAGMA temp_store = MEMORY`.execute(handle.db);
       await sql`PRAGMA threads = 2`.execute(handle.db);
-    }
-    const existing = await handle.db
-      .selectFrom('users')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    if (Number(existing.n) > 0) {
-      throw new Error(
-        `the database ${urlWithoutCredentials(url)} already has ${existing.n} users; seed an empty database`,
-      );
     }
     const ctx: Context = {
       db: handle.db,
