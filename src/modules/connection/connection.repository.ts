@@ -135,3 +135,33 @@ export async function findFriendsAmong(
     where f.user_uuid = ${viewer} and ${among}`.execute(db);
   return new Set(r.rows.map((row) => row.friend_uuid));
 }
+
+/** A friendship that the friends table and the confirmed connections disagree on (findFriendshipMismatches). */
+export interface FriendshipMismatch {
+  user_uuid: string;
+  friend_uuid: string;
+  problem: 'friends row without a confirmed connection' | 'confirmed connection without its friends row';
+}
+
+/**
+ * Up to `limit` pairs where the friends table (what every visibility check reads) and the confirmed connections
+ * (what the API shows) disagree: a friends row in either direction without a confirmed connection of the pair, or a
+ * confirmed connection missing one of its two rows.
+ */
+export async function findFriendshipMismatches(db: Db, limit: number): Promise<FriendshipMismatch[]> {
+  const r = await sql<FriendshipMismatch>`
+    select f.user_uuid, f.friend_uuid, 'friends row without a confirmed connection' as problem from friends f
+    where not exists (select 1 from connections c where c.status = 'confirmed'
+        and c.user_uuid = f.user_uuid and c.target_user_uuid = f.friend_uuid)
+      and not exists (select 1 from connections c where c.status = 'confirmed'
+        and c.user_uuid = f.friend_uuid and c.target_user_uuid = f.user_uuid)
+    union all
+    select s.a as user_uuid, s.b as friend_uuid, 'confirmed connection without its friends row' as problem from (
+      select c.user_uuid as a, c.target_user_uuid as b from connections c where c.status = 'confirmed'
+      union all
+      select c.target_user_uuid as a, c.user_uuid as b from connections c where c.status = 'confirmed'
+    ) s
+    where not exists (select 1 from friends f where f.user_uuid = s.a and f.friend_uuid = s.b)
+    limit ${limit}`.execute(db);
+  return r.rows;
+}

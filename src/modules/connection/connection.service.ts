@@ -135,6 +135,11 @@ export async function listConnections(
   return { data: rows.map(toConnection), count: { offset: lq.offset, limit: lq.limit, total } };
 }
 
+/** Pairs on which the friends table and the confirmed connections disagree, at most `limit` (the `check` command). */
+export async function checkFriendships(db: Db, limit: number): Promise<repo.FriendshipMismatch[]> {
+  return repo.findFriendshipMismatches(db, limit);
+}
+
 /** Subscribes the connection module to the events it reacts to. */
 export function subscribeConnections(ctx: Context): void {
   ctx.bus.on(['userDeleted'], async (trx, event) => deleteConnectionsOfUser(ctx, trx, event.targetUuid));

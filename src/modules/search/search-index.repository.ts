@@ -425,3 +425,53 @@ export async function rebuildIndex(db: Db, dialect: Dialect): Promise<{ docs: nu
   const names = await sql<{ n: number }>`select count(*) as n from search_names`.execute(db);
   return { docs: Number(docs.rows[0]?.n ?? 0), names: Number(names.rows[0]?.n ?? 0) };
 }
+
+/** A search document that differs from the item it indexes (findIndexMismatches). */
+export interface IndexMismatch {
+  kind: string;
+  uuid: string;
+  problem: string;
+}
+
+// What each kind's document must say of who may find it: [kind, the base table as `r` with joins, owner,
+// visibility, recipient, language]. Written out here rather than taken from the triggers' sources, so the check is a
+// second reading of the rule, not the same text compared with itself.
+const INDEXED_AUDIENCES: [DocKind, string, string, string, string, string][] = [
+  ['user', 'users r', 'r.uuid', "'public'", 'null', 'r.language'],
+  ['network', 'networks r', 'r.user_uuid', "'public'", 'null', 'null'],
+  ['post', 'posts r', 'r.user_uuid', 'r.visibility', 'null', 'r.language'],
+  [
+    'comment',
+    'comments r left join posts p on p.uuid = r.post_uuid',
+    'p.user_uuid',
+    'p.visibility',
+    'null',
+    'r.language',
+  ],
+  ['media', 'media r', 'r.user_uuid', 'r.visibility', 'null', 'r.language'],
+  ['messages', 'messages r', 'r.user_uuid', "'message'", 'r.recipient_uuid', 'r.language'],
+];
+
+/**
+ * Up to `limit` items whose search document is missing or says another owner, visibility, recipient or language
+ * than the item (what the index's privacy rests on), and documents left without their item. `search reindex`
+ * repairs every one.
+ */
+export async function findIndexMismatches(db: Db, limit: number): Promise<IndexMismatch[]> {
+  const differs = (a: string, b: string) => `coalesce(${a}, '') <> coalesce(${b}, '')`;
+  const parts = INDEXED_AUDIENCES.flatMap(([kind, from, owner, visibility, recipient, language]) => [
+    `select '${kind}' as kind, r.uuid,
+       case when d.uuid is null then 'missing from the index'
+         else 'indexed with another kind, owner, visibility, recipient or language' end as problem
+     from ${from} left join search_docs d on d.uuid = r.uuid
+     where d.uuid is null or d.kind <> '${kind}' or ${differs('d.owner_uuid', owner)}
+       or ${differs('d.visibility', visibility)} or ${differs('d.recipient_uuid', recipient)}
+       or ${differs('d.language', language)}`,
+    `select d.kind, d.uuid, 'in the index without its item' as problem from search_docs d
+     where d.kind = '${kind}' and not exists (select 1 from ${from.split(' ')[0]} x where x.uuid = d.uuid)`,
+  ]);
+  parts.push(`select d.kind, d.uuid, 'in the index under a kind no table has' as problem from search_docs d
+    where d.kind not in (${INDEXED_AUDIENCES.map(([kind]) => `'${kind}'`).join(', ')})`);
+  const r = await sql<IndexMismatch>`${sql.raw(parts.join(' union all '))} limit ${limit}`.execute(db);
+  return r.rows;
+}

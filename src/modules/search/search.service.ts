@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { type Context, heavyRead, readCacheScope } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
 import { type AnswerOptions, cachedRead } from '../../db/exact-cache.ts';
 import type { ErrorDetail } from '../../http/errors.ts';
 import { ApiError } from '../../http/errors.ts';
@@ -39,7 +40,12 @@ import {
   type Scope,
 } from './search.repository.ts';
 import { COMPLETE_MAX, CONTENT_ORDERS, USER_ORDERS } from './search.schemas.ts';
-import { compactIndex, rebuildIndex } from './search-index.repository.ts';
+import {
+  compactIndex,
+  findIndexMismatches,
+  type IndexMismatch,
+  rebuildIndex,
+} from './search-index.repository.ts';
 import { withKindDocs } from './search-kind-docs.service.ts';
 import {
   findHashtagsByPrefix,
@@ -634,6 +640,11 @@ export async function complete(
 /** Rebuilds the search index from the base tables (the `search reindex` command). */
 export async function reindex(ctx: Context): Promise<{ docs: number; names: number }> {
   return ctx.db.transaction().execute((trx) => rebuildIndex(trx, ctx.dialect));
+}
+
+/** Search documents that differ from their items, at most `limit` (the `check` command). */
+export async function checkSearchIndex(db: Db, limit: number): Promise<IndexMismatch[]> {
+  return findIndexMismatches(db, limit);
 }
 
 /** Compacts the search index (the `search compact` command; docs/search.md, "Keeping the index compact"). */
