@@ -37,6 +37,7 @@ import { searchWordStatisticsMigration } from './migrations/0033-search-word-sta
 import { searchNotMessagesIndexMigration } from './migrations/0034-search-not-messages-index.ts';
 import { searchMediaGinMigration } from './migrations/0035-search-media-gin.ts';
 import { associationUpdatedIndexMigration } from './migrations/0036-association-updated-index.ts';
+import { tokenClientIndexMigration } from './migrations/0037-token-client-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -77,6 +78,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0034-search-not-messages-index': searchNotMessagesIndexMigration(dialect),
     '0035-search-media-gin': searchMediaGinMigration(dialect),
     '0036-association-updated-index': associationUpdatedIndexMigration(dialect),
+    '0037-token-client-index': tokenClientIndexMigration(),
   };
 }
 

@@ -215,3 +215,36 @@ export async function insertClientIfNone(db: Db, row: Insertable<ClientTable>): 
     .executeTakeFirst();
   return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
 }
+
+/**
+ * Deletes up to `batch` tokens that expired before `cutoff` and that no check needs any more: access tokens, and
+ * refresh tokens of a login none of whose tokens is still unexpired (a spent refresh token is kept while its login
+ * lives: presented again, it revokes the login); returns how many went.
+ */
+export async function deleteExpiredTokens(db: Db, cutoff: string, batch: number): Promise<number> {
+  const result = await db
+    .deleteFrom('tokens')
+    .where('token_hash', 'in', (eb) =>
+      eb
+        .selectFrom('tokens as t')
+        .select('t.token_hash')
+        .where('t.expires_at', '<', cutoff)
+        .where((w) =>
+          w.or([
+            w('t.kind', '=', 'access'),
+            w.not(
+              w.exists(
+                w
+                  .selectFrom('tokens as l')
+                  .select('l.token_hash')
+                  .whereRef('l.family_id', '=', 't.family_id')
+                  .where('l.expires_at', '>=', cutoff),
+              ),
+            ),
+          ]),
+        )
+        .limit(batch),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -5,10 +5,11 @@ import type { Context } from '../../context.ts';
 import { type LoginLimiter, memoryLoginLimiter, redisLoginLimiter } from './login-limiter.ts';
 import oauthRoutes from './oauth.routes.ts';
 import rateLimitPlugin from './rate-limit.plugin.ts';
+import { scheduleTokenPurge } from './token-purge.ts';
 
 /**
  * The auth module's routes: the API-wide rate limit (registered on the root instance, hence fastify-plugin, and
- * first in the module list so it covers every module's routes) and the OAuth endpoints.
+ * first in the module list so it covers every module's routes), the OAuth endpoints and the purge of expired tokens.
  */
 async function authRoutes(app: FastifyInstance, opts: { ctx: Context }): Promise<void> {
   const { ctx } = opts;
@@ -34,6 +35,7 @@ async function authRoutes(app: FastifyInstance, opts: { ctx: Context }): Promise
     ? redisLoginLimiter(redis, ctx.config.LOGIN_FAILURES_PER_MINUTE, `${prefix}login:`)
     : memoryLoginLimiter(ctx.config.LOGIN_FAILURES_PER_MINUTE);
   await app.register(oauthRoutes, { ctx, limiter });
+  scheduleTokenPurge(app, ctx);
 }
 
 export default fp(authRoutes, { name: 'auth-routes' });
