@@ -508,3 +508,39 @@ describe('MEDIA_DIR checked at start', () => {
     }
   });
 });
+
+for (const dialect of testDialects()) {
+  describe(`media: each user's stored bytes are bounded (MEDIA_USER_MAX_BYTES) [${dialect.name}]`, () => {
+    let t: TestApp;
+    let mediaDir: string;
+    const png = tinyPng();
+
+    before(async () => {
+      mediaDir = mkdtempSync(join(tmpdir(), 'media-quota-'));
+      t = await startTestApp(dialect, { MEDIA_DIR: mediaDir, MEDIA_USER_MAX_BYTES: png.length * 2 });
+    });
+    after(async () => {
+      await t?.close();
+      rmSync(mediaDir, { recursive: true, force: true });
+    });
+
+    it('refuses the upload past the quota with 413, storing nothing; a deletion makes room again', async () => {
+      const [ana, ben] = [await t.createUser(), await t.createUser()];
+      const upload = (token: string) => {
+        const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
+        return t.inject({ method: 'POST', url: '/media', token, payload: f.payload, headers: f.headers });
+      };
+      const first = body(await upload(ana.token)).data;
+      assert.equal((await upload(ana.token)).statusCode, 201);
+      const over = await upload(ana.token);
+      assert.equal(over.statusCode, 413, over.body);
+      assert.equal(body(over).error.code, 'payload_too_large');
+      assert.match(body(over).error.message, /MEDIA_USER_MAX_BYTES/);
+      assert.equal(await countRows(t.ctx.db, 'media'), 2, 'no record');
+      assert.equal(readdirSync(mediaDir).length, 2, 'no file left behind');
+      assert.equal((await upload(ben.token)).statusCode, 201, 'the quota is per user');
+      await t.inject({ method: 'POST', url: `/media/${first.uuid}/delete`, token: ana.token });
+      assert.equal((await upload(ana.token)).statusCode, 201);
+    });
+  });
+}

@@ -50,3 +50,13 @@ export async function findExistingMediaUuids(db: Db, uuids: string[]): Promise<s
   const rows = await db.selectFrom('media').select('uuid').where('uuid', 'in', uuids).execute();
   return rows.map((r) => r.uuid);
 }
+
+/** The bytes of every media file a user has stored. */
+export async function sumMediaSizeOfUser(db: Db, userUuid: string): Promise<number> {
+  const row = await db
+    .selectFrom('media')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('size'), eb.lit(0)).as('bytes'))
+    .where('user_uuid', '=', userUuid)
+    .executeTakeFirstOrThrow();
+  return Number(row.bytes);
+}

@@ -65,6 +65,22 @@ function tooLarge(ctx: Context): ApiError {
   );
 }
 
+/**
+ * Refuses an upload that would take the user's stored media past MEDIA_USER_MAX_BYTES (0: no limit), so one account
+ * cannot fill the disk every write needs. Read in the record's transaction: exact on SQLite, whose writes run one
+ * at a time; on PostgreSQL uploads of one user committing at once may each pass, by at most their own sizes.
+ */
+async function refuseOverQuota(ctx: Context, db: Db, userUuid: string, size: number): Promise<void> {
+  const quota = ctx.config.MEDIA_USER_MAX_BYTES;
+  if (quota === 0) return;
+  const used = await repo.sumMediaSizeOfUser(db, userUuid);
+  if (used + size <= quota) return;
+  throw new ApiError(
+    'payload_too_large',
+    `Your media would take ${used + size} bytes, more than the ${quota} each user may store (MEDIA_USER_MAX_BYTES); you use ${used}. Delete some media first.`,
+  );
+}
+
 async function sniff(head: Buffer): Promise<string | ApiError> {
   const detected = await fileTypeFromBuffer(head);
   if (!detected || !isAllowedContentType(detected.mime)) {
@@ -233,6 +249,7 @@ export async function createMedia(
   try {
     return await ctx.db.transaction().execute(async (trx) => {
       workDone = false; // a retried transaction starts over
+      await refuseOverQuota(ctx, trx, userUuid, upload.size);
       const owner = await findUserByUuid(trx, userUuid);
       const now = nowIso();
       const row = {
