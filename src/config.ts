@@ -203,6 +203,12 @@ export const variables = {
     description: 'Largest accepted media upload in bytes.',
     parse: int(1, 1 << 30),
   },
+  MEDIA_USER_MAX_BYTES: {
+    default: '1073741824',
+    description:
+      'Most bytes of media files one user may store in all (413 past it, until they delete some); 0: no limit. A bound per account, so one account cannot fill the disk every write needs.',
+    parse: int(0, Number.MAX_SAFE_INTEGER),
+  },
   REQUEST_TIMEOUT_SECONDS: {
     default: '120',
     description:
@@ -306,6 +312,12 @@ export const variables = {
     default: '2592000',
     description: 'Lifetime of refresh tokens.',
     parse: int(1, 86_400 * 365),
+  },
+  TOKEN_PURGE_INTERVAL_SECONDS: {
+    default: '3600',
+    description:
+      'How often each API process deletes the tokens no check needs any more (expired access tokens; expired refresh tokens of logins with nothing unexpired left). 0: never, and the tokens table grows with every guest token, login and refresh.',
+    parse: int(0, 86_400 * 7),
   },
   WORKERS: {
     default: '1',
