@@ -47,7 +47,13 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
     // An operational error (database unreachable, locked, a migration refused) is its message; DEBUG=1 adds the stack.
-    const message = err instanceof Error ? err.message : String(err);
+    // A connection refused on every address of a host (::1 and 127.0.0.1) is an AggregateError with no message.
+    const message =
+      err instanceof AggregateError && !err.message
+        ? err.errors.map((e) => (e instanceof Error ? e.message : String(e))).join('; ')
+        : err instanceof Error
+          ? err.message
+          : String(err);
     const code = err instanceof Error ? (err as { code?: unknown }).code : undefined;
     console.error(
       err instanceof ConfigError || !process.env.DEBUG ? `error: ${message}${code ? ` (${code})` : ''}` : err,

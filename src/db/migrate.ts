@@ -138,16 +138,22 @@ export async function runMigrations(
   migrations: Record<string, Migration> = migrationsFor(dialect),
 ): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  // Read first, without a lock: the migrator's transaction takes SQLite's write lock even with nothing to run, and
+  // a start (or a CLI command) would then wait behind a long write, such as `search reindex`, for nothing.
+  if ((await migrator.getMigrations()).every((m) => m.executedAt !== undefined)) return [];
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     const message = error instanceof Error ? error.message : String(error);
-    throw new Error(
+    const wrapped = new Error(
       failed
         ? `migration ${failed} failed (nothing of this run was kept): ${message}`
         : `migrating failed: ${message}`,
       { cause: error },
     );
+    // The driver's code (SQLITE_BUSY, a PostgreSQL SQLSTATE) stays readable where errors are printed.
+    Object.assign(wrapped, { code: (error as { code?: unknown }).code });
+    throw wrapped;
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
