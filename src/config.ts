@@ -316,7 +316,7 @@ export const variables = {
   TOKEN_PURGE_INTERVAL_SECONDS: {
     default: '3600',
     description:
-      'How often each API process deletes the tokens no check needs any more (expired access tokens; expired refresh tokens of logins with nothing unexpired left). 0: never, and the tokens table grows with every guest token, login and refresh.',
+      'How often each API process deletes expired tokens (a spent refresh token stays until it expires, so its reuse still revokes its login). 0: never, and the tokens table grows with every guest token, login and refresh.',
     parse: int(0, 86_400 * 7),
   },
   WORKERS: {

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { type Context, locksRows } from '../../context.ts';
-import type { Db } from '../../db/database.ts';
+import type { Db, Dialect } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import type { Count } from '../../http/envelope.ts';
@@ -138,6 +138,16 @@ export async function listConnections(
 /** Pairs on which the friends table and the confirmed connections disagree, at most `limit` (the `check` command). */
 export async function checkFriendships(db: Db, limit: number): Promise<repo.FriendshipMismatch[]> {
   return repo.findFriendshipMismatches(db, limit);
+}
+
+/** Of `owners`, the confirmed friends of `viewer` (whose friends-only items the viewer may see). */
+export async function friendsAmong(
+  db: Db,
+  dialect: Dialect,
+  viewer: string,
+  owners: string[],
+): Promise<Set<string>> {
+  return repo.findFriendsAmong(db, dialect, viewer, owners);
 }
 
 /** Subscribes the connection module to the events it reacts to. */

@@ -7,7 +7,7 @@ import { ApiError } from '../../http/errors.ts';
 import { parseUuidList } from '../../http/list-query.ts';
 import { resolveWindow, type Window } from '../../http/paging.ts';
 import { toComment } from '../comment/comment.service.ts';
-import { findFriendsAmong } from '../connection/connection.repository.ts';
+import { friendsAmong } from '../connection/connection.service.ts';
 import { toMedia } from '../media/media.service.ts';
 import { toMessage } from '../message/message.service.ts';
 import { toNetwork } from '../network/network.service.ts';
@@ -269,9 +269,7 @@ async function readItems(ctx: Context, viewer: string | null, refs: DocRef[]): P
     }
   });
   if (viewer !== null && friendsOnly.size > 0) {
-    const friends = await findFriendsAmong(ctx.readDb, ctx.dialect, viewer, [
-      ...new Set(friendsOnly.values()),
-    ]);
+    const friends = await friendsAmong(ctx.readDb, ctx.dialect, viewer, [...new Set(friendsOnly.values())]);
     for (const [uuid, owner] of friendsOnly) if (!friends.has(owner)) objects.delete(uuid);
   }
   return objects;
