@@ -14,6 +14,7 @@ import {
 import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { apiConnectOptions, buildApp } from '../src/app.ts';
+import { checkCommand } from '../src/cli/commands/check.command.ts';
 import { type Config, loadConfig } from '../src/config.ts';
 import type { Context } from '../src/context.ts';
 import { closeDatabase, connectDatabase, type DbHandle } from '../src/db/connect.ts';
@@ -421,4 +422,16 @@ export async function sqliteMigratedTo(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Runs the CLI's `check` on a test app's context, returning its exit code and what it printed. */
+export async function runCheckCommand(ctx: Context): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const log = console.log;
+  console.log = (...args: unknown[]) => lines.push(args.join(' '));
+  try {
+    return { code: await checkCommand.run(ctx, []), out: lines.join('\n') };
+  } finally {
+    console.log = log;
+  }
 }

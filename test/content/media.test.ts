@@ -238,37 +238,32 @@ for (const dialect of testDialects()) {
         { field: 'file', filename: 'b.png', type: 'image/png', data: png },
       ]);
       assert.equal(twoFiles.statusCode, 400);
+      // An upload of the PNG with one more text part, labelled application/json.
+      const withJsonPart = (field: string, json: string) => {
+        const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
+        const boundary = /boundary=(.*)$/.exec(f.headers['content-type'])?.[1] as string;
+        const part = `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\nContent-Type: application/json\r\n\r\n${json}\r\n`;
+        return t.inject({
+          method: 'POST',
+          url: '/media',
+          token: owner.token,
+          payload: Buffer.concat([Buffer.from(part), f.payload]),
+          headers: f.headers,
+        });
+      };
       // A text part labelled application/json arrives parsed; the validator would coerce null into "".
       for (const [field, json] of [
         ['description', 'null'],
         ['title', '123'],
         ['visibility', '["friends"]'],
       ] as const) {
-        const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
-        const boundary = /boundary=(.*)$/.exec(f.headers['content-type'])?.[1] as string;
-        const part = `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\nContent-Type: application/json\r\n\r\n${json}\r\n`;
-        const res = await t.inject({
-          method: 'POST',
-          url: '/media',
-          token: owner.token,
-          payload: Buffer.concat([Buffer.from(part), f.payload]),
-          headers: f.headers,
-        });
+        const res = await withJsonPart(field, json);
         assert.equal(res.statusCode, 400, `${field}: ${res.body}`);
         assert.equal(body(res).error.details[0].field, field);
       }
       // Labelled JSON but not JSON, or cut at the field size: the parser's own error, a 400 like any malformed form.
       for (const json of ['{oops', `"${'x'.repeat(17 * 1024)}"`]) {
-        const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
-        const boundary = /boundary=(.*)$/.exec(f.headers['content-type'])?.[1] as string;
-        const part = `--${boundary}\r\nContent-Disposition: form-data; name="title"\r\nContent-Type: application/json\r\n\r\n${json}\r\n`;
-        const res = await t.inject({
-          method: 'POST',
-          url: '/media',
-          token: owner.token,
-          payload: Buffer.concat([Buffer.from(part), f.payload]),
-          headers: f.headers,
-        });
+        const res = await withJsonPart('title', json);
         assert.equal(res.statusCode, 400, `${json.slice(0, 10)}: ${res.body}`);
         assert.equal(body(res).error.code, 'invalid_request');
       }

@@ -4,9 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { checkCommand } from '../../src/cli/commands/check.command.ts';
 import { reindex } from '../../src/modules/search/search.service.ts';
-import { startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { runCheckCommand, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { befriend, call } from '../search/world.ts';
 
 for (const dialect of testDialects()) {
@@ -17,17 +16,7 @@ for (const dialect of testDialects()) {
     let secret: string;
     let note: string;
 
-    /** Runs `check`, returning its exit code and what it printed. */
-    async function runCheck(): Promise<{ code: number; out: string }> {
-      const lines: string[] = [];
-      const log = console.log;
-      console.log = (...args: unknown[]) => lines.push(args.join(' '));
-      try {
-        return { code: await checkCommand.run(t.ctx, []), out: lines.join('\n') };
-      } finally {
-        console.log = log;
-      }
-    }
+    const runCheck = () => runCheckCommand(t.ctx);
 
     before(async () => {
       t = await startTestApp(dialect);

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { checkCommand } from '../../src/cli/commands/check.command.ts';
 import { nowIso, uuidv7 } from '../../src/db/time.ts';
-import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
+import { body, runCheckCommand, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createComment, createPost, get } from './support.ts';
 
 // What one viewer sees of one tag through every read that applies visibility.
@@ -118,17 +117,7 @@ for (const dialect of testDialects()) {
       }
     }
 
-    /** Runs `check`, returning its exit code and what it printed. */
-    async function runCheck(): Promise<{ code: number; out: string }> {
-      const lines: string[] = [];
-      const log = console.log;
-      console.log = (...args: unknown[]) => lines.push(args.join(' '));
-      try {
-        return { code: await checkCommand.run(t.ctx, []), out: lines.join('\n') };
-      } finally {
-        console.log = log;
-      }
-    }
+    const runCheck = () => runCheckCommand(t.ctx);
 
     async function ownTag(name: string, owner: TestUser) {
       const b = await get(t, `/tags?filterby[name]=${name}`, owner.token);
