@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { objectNotFound } from '../../http/errors.ts';
 import { findVisiblePost } from '../post/post.repository.ts';
-import { findUserByUuid } from '../user/user.repository.ts';
+import { findUserRow } from '../user/user.service.ts';
 import * as repo from './comment.repository.ts';
 import type { Comment, CreateCommentInput, UpdateCommentInput } from './comment.schemas.ts';
 import type { CommentTable } from './comment.table.ts';
@@ -35,7 +35,7 @@ export async function createComment(
     // for and the visibility checked again, and one that comes later waits for this comment, so its search document
     // and tags carry the post's audience.
     if (!(await findVisiblePost(trx, postUuid, userUuid, locksRows(ctx)))) throw objectNotFound('post');
-    const author = await findUserByUuid(trx, userUuid);
+    const author = await findUserRow(trx, userUuid);
     const now = nowIso();
     const row = {
       uuid: uuidv7(),

@@ -7,7 +7,7 @@ import type { Count } from '../../http/envelope.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
 import { parseListQuery } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
-import { findUserByUuid } from '../user/user.repository.ts';
+import { findUserRow } from '../user/user.service.ts';
 import * as repo from './connection.repository.ts';
 import { CONNECTION_WHITELIST, type Connection } from './connection.schemas.ts';
 import type { ConnectionTable } from './connection.table.ts';
@@ -41,7 +41,7 @@ export async function requestConnection(
     );
   try {
     return await ctx.db.transaction().execute(async (trx) => {
-      if (!(await findUserByUuid(trx, targetUuid))) throw objectNotFound('user');
+      if (!(await findUserRow(trx, targetUuid))) throw objectNotFound('user');
       if (await repo.findConnectionByPair(trx, userUuid, targetUuid)) throw conflict();
       const now = nowIso();
       const row = {

@@ -12,7 +12,7 @@ import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, invalidField, objectNotFound } from '../../http/errors.ts';
-import { findUserByUuid } from '../user/user.repository.ts';
+import { findUserRow } from '../user/user.service.ts';
 import * as repo from './media.repository.ts';
 import type { Media, UploadMediaInput } from './media.schemas.ts';
 import type { MediaTable } from './media.table.ts';
@@ -250,7 +250,7 @@ export async function createMedia(
     return await ctx.db.transaction().execute(async (trx) => {
       workDone = false; // a retried transaction starts over
       await refuseOverQuota(ctx, trx, userUuid, upload.size);
-      const owner = await findUserByUuid(trx, userUuid);
+      const owner = await findUserRow(trx, userUuid);
       const now = nowIso();
       const row = {
         uuid: uuidv7(),

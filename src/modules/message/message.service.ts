@@ -6,7 +6,7 @@ import type { Count } from '../../http/envelope.ts';
 import { invalidField, objectNotFound } from '../../http/errors.ts';
 import { parseListQuery } from '../../http/list-query.ts';
 import { LIST_MAX_OFFSET } from '../../http/paging.ts';
-import { findUserByUuid } from '../user/user.repository.ts';
+import { findUserRow } from '../user/user.service.ts';
 import * as repo from './message.repository.ts';
 import { type CreateMessageInput, MESSAGE_WHITELIST, type Message } from './message.schemas.ts';
 import type { MessageTable } from './message.table.ts';
@@ -34,8 +34,8 @@ export async function sendMessage(
     throw invalidField('recipient_uuid', 'is your own uuid; send the message to another user');
   }
   return ctx.db.transaction().execute(async (trx) => {
-    if (!(await findUserByUuid(trx, input.recipient_uuid))) throw objectNotFound('user');
-    const sender = await findUserByUuid(trx, senderUuid);
+    if (!(await findUserRow(trx, input.recipient_uuid))) throw objectNotFound('user');
+    const sender = await findUserRow(trx, senderUuid);
     const row = {
       uuid: uuidv7(),
       user_uuid: senderUuid,

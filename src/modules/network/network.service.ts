@@ -3,8 +3,7 @@ import { type Context, locksRows } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { objectNotFound } from '../../http/errors.ts';
-import { findUserByUuid, updateUser } from '../user/user.repository.ts';
-import { type PublicUser, toPublicUser } from '../user/user.service.ts';
+import { findUserRow, type PublicUser, setUserNetwork, toPublicUser } from '../user/user.service.ts';
 import * as repo from './network.repository.ts';
 import type { CreateNetworkInput, Network, UpdateNetworkInput } from './network.schemas.ts';
 import type { NetworkTable } from './network.table.ts';
@@ -113,12 +112,11 @@ export async function joinNetwork(ctx: Context, userUuid: string, uuid: string):
   return ctx.db.transaction().execute(async (trx) => {
     if (!(await repo.findNetworkByUuid(trx, uuid, networkLock(ctx, 'key share'))))
       throw objectNotFound('network');
-    const current = await findUserByUuid(trx, userUuid);
+    const current = await findUserRow(trx, userUuid);
     if (!current) throw objectNotFound('user');
     // Joining the network one is in changes nothing, updated_at included.
     if (current.network_uuid === uuid) return toPublicUser(current);
-    await updateUser(trx, userUuid, { network_uuid: uuid, updated_at: nowIso() });
-    const user = await findUserByUuid(trx, userUuid);
+    const user = await setUserNetwork(trx, userUuid, uuid);
     if (!user) throw objectNotFound('user');
     return toPublicUser(user);
   });

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import { type Context, locksRows } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { nowIso, uuidv7 } from '../../db/time.ts';
 import { ApiError, type ErrorDetail, objectNotFound } from '../../http/errors.ts';
@@ -179,4 +180,19 @@ export async function setUserRole(
     await repo.updateUser(trx, row.uuid, { role, updated_at: nowIso() });
     return toMe({ ...row, role });
   });
+}
+
+/** A user's row, read in the caller's transaction: how other modules read a user (existence, language, network). */
+export async function findUserRow(db: Db, uuid: string): Promise<UserTable | undefined> {
+  return repo.findUserByUuid(db, uuid);
+}
+
+/** Makes a user a member of a network (their updated_at moves), in the caller's transaction; the row as it now is. */
+export async function setUserNetwork(
+  db: Db,
+  uuid: string,
+  networkUuid: string,
+): Promise<UserTable | undefined> {
+  await repo.updateUser(db, uuid, { network_uuid: networkUuid, updated_at: nowIso() });
+  return repo.findUserByUuid(db, uuid);
 }
