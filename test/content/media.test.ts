@@ -537,5 +537,34 @@ for (const dialect of testDialects()) {
       await t.inject({ method: 'POST', url: `/media/${first.uuid}/delete`, token: ana.token });
       assert.equal((await upload(ana.token)).statusCode, 201);
     });
+
+    it('refuses a full account before reading the file, and stops writing a file once it passes what is left', async () => {
+      const carl = await t.createUser();
+      const send = (data: Buffer, type = 'image/png') => {
+        const f = form({}, [{ field: 'file', filename: 'f.bin', type, data }]);
+        return t.inject({
+          method: 'POST',
+          url: '/media',
+          token: carl.token,
+          payload: f.payload,
+          headers: f.headers,
+        });
+      };
+      // One byte more than the quota: counted while arriving, refused with the size it reached.
+      const big = await send(Buffer.concat([png, png, Buffer.alloc(1)]));
+      assert.equal(big.statusCode, 413, big.body);
+      assert.match(body(big).error.message, new RegExp(`would take ${png.length * 2 + 1} bytes`));
+      assert.equal((await send(png)).statusCode, 201);
+      assert.equal((await send(png)).statusCode, 201);
+      // Full: refused before the content is read, so even a file of a refused type gets the quota's 413, not a 415.
+      const full = await send(Buffer.from('plain text, not an image'), 'text/plain');
+      assert.equal(full.statusCode, 413, full.body);
+      assert.match(body(full).error.message, /already store/);
+      assert.equal(
+        readdirSync(mediaDir).filter((n) => n.startsWith('.upload-')).length,
+        0,
+        'no temporary file left',
+      );
+    });
   });
 }

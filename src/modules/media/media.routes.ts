@@ -94,7 +94,7 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
           'is not a file field; send the file in the field named file',
         );
       }
-      uploads.set(this, await service.receiveUpload(ctx, part.file));
+      uploads.set(this, await service.receiveUpload(ctx, this.auth?.userUuid as string, part.file));
       // keyValues puts `value` into the body, so the schema sees that the file field was sent.
       (part as unknown as { value: string }).value = part.filename || 'file';
     },

@@ -65,6 +65,16 @@ function tooLarge(ctx: Context): ApiError {
   );
 }
 
+/** The 413 for an upload that would take the user's stored media past MEDIA_USER_MAX_BYTES (at least `size`). */
+function overQuota(ctx: Context, used: number, size: number): ApiError {
+  const quota = ctx.config.MEDIA_USER_MAX_BYTES;
+  const taken =
+    used >= quota
+      ? `You already store ${used} bytes of media, the most each user may (${quota}, MEDIA_USER_MAX_BYTES).`
+      : `Your media would take ${used + size} bytes, more than the ${quota} each user may store (MEDIA_USER_MAX_BYTES); you use ${used}.`;
+  return new ApiError('payload_too_large', `${taken} Delete some media first.`);
+}
+
 /**
  * Refuses an upload that would take the user's stored media past MEDIA_USER_MAX_BYTES (0: no limit), so one account
  * cannot fill the disk every write needs. Read in the record's transaction: exact on SQLite, whose writes run one
@@ -74,11 +84,18 @@ async function refuseOverQuota(ctx: Context, db: Db, userUuid: string, size: num
   const quota = ctx.config.MEDIA_USER_MAX_BYTES;
   if (quota === 0) return;
   const used = await repo.sumMediaSizeOfUser(db, userUuid);
-  if (used + size <= quota) return;
-  throw new ApiError(
-    'payload_too_large',
-    `Your media would take ${used + size} bytes, more than the ${quota} each user may store (MEDIA_USER_MAX_BYTES); you use ${used}. Delete some media first.`,
-  );
+  if (used + size > quota) throw overQuota(ctx, used, size);
+}
+
+/**
+ * The bytes the user may still store before the upload is received (Infinity without a quota), so a file past it is
+ * cut off as it arrives instead of written whole to disk first; refuseOverQuota decides exactly at the record.
+ */
+async function quotaLeft(ctx: Context, userUuid: string): Promise<{ used: number; left: number }> {
+  const quota = ctx.config.MEDIA_USER_MAX_BYTES;
+  if (quota === 0) return { used: 0, left: Number.POSITIVE_INFINITY };
+  const used = await repo.sumMediaSizeOfUser(ctx.db, userUuid);
+  return { used, left: quota - used };
 }
 
 async function sniff(head: Buffer): Promise<string | ApiError> {
@@ -94,13 +111,26 @@ async function sniff(head: Buffer): Promise<string | ApiError> {
 
 /**
  * Streams an uploaded file into MEDIA_DIR under a temporary name, never holding it whole in memory: counts the
- * bytes (the stream is cut at MEDIA_MAX_BYTES and marked `truncated`) and sniffs the type from the first bytes.
+ * bytes (the stream is cut at MEDIA_MAX_BYTES and marked `truncated`, and nothing more is written once the bytes pass
+ * what is left of the user's MEDIA_USER_MAX_BYTES) and sniffs the type from the first bytes.
  * On any failure the temporary file is removed and the rest of the stream is drained, then the error is thrown.
  */
 export async function receiveUpload(
   ctx: Context,
+  userUuid: string,
   stream: Readable & { truncated?: boolean },
 ): Promise<ReceivedUpload> {
+  let quota: { used: number; left: number };
+  try {
+    quota = await quotaLeft(ctx, userUuid);
+  } catch (err) {
+    stream.resume();
+    throw err;
+  }
+  if (quota.left <= 0) {
+    stream.resume();
+    throw overQuota(ctx, quota.used, 0);
+  }
   try {
     // Readable by the service's own account only: private media must not be open to every account on the machine.
     await mkdir(mediaDir(ctx), { recursive: true, mode: 0o700 });
@@ -127,6 +157,10 @@ export async function receiveUpload(
       size += chunk.length;
       // After a failure the rest is read and dropped, so the request ends cleanly and nothing more is written.
       if (failure) continue;
+      if (size > quota.left) {
+        failure = overQuota(ctx, quota.used, size);
+        continue;
+      }
       if (contentType === undefined) {
         head.push(chunk);
         headLength += chunk.length;
