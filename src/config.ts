@@ -20,9 +20,24 @@ export function urlWithoutCredentials(url: string): string {
     .replace(/([?&](?:user|password|sslpassword|passfile|sslkey)=)[^&#]*/gi, '$1***');
 }
 
-/** A command line fit to print: each argument that holds a URL has its credentials left out. */
+/**
+ * A URL fit to record as a command to run again: the password (up to the last `@`) and the query parameters pg reads
+ * secrets from shown as `***`; the user stays, since the command connects as that user.
+ */
+export function urlWithoutPassword(url: string): string {
+  return url
+    .replace(/\/\/([^:@/]*):.*@/s, '//$1:***@')
+    .replace(/([?&](?:password|sslpassword|passfile|sslkey)=)[^&#]*/gi, '$1***');
+}
+
+/** One argument as a POSIX shell reads it back: single-quoted unless it holds only safe characters. */
+function shellQuoted(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+
+/** A command line fit to print and paste back: each URL without its password, each argument shell-quoted. */
 export function argsWithoutCredentials(args: readonly string[]): string {
-  return args.map((a) => (a.includes('://') ? urlWithoutCredentials(a) : a)).join(' ');
+  return args.map((a) => shellQuoted(a.includes('://') ? urlWithoutPassword(a) : a)).join(' ');
 }
 
 /** A URL as an error shows it. */

@@ -140,10 +140,14 @@ describe('npm run seed: arguments refused before anything is written', () => {
     }
   });
 
-  it('a command line shown in the benchmark report has no credentials', () => {
+  it('a command line shown in the benchmark report has no password and pastes back into a shell', () => {
     assert.equal(
       argsWithoutCredentials(['--db', 'postgres://u:pa@ss@h:5432/x?sslpassword=k', '--workers', '1']),
-      '--db postgres://h:5432/x?sslpassword=*** --workers 1',
+      "--db 'postgres://u:***@h:5432/x?sslpassword=***' --workers 1",
+    );
+    assert.equal(
+      argsWithoutCredentials(['--db', 'postgres://postgres@127.0.0.1:5432/seed_1m', '--only', "^GET /tags$|it's"]),
+      `--db postgres://postgres@127.0.0.1:5432/seed_1m --only '^GET /tags$|it'\\''s'`,
     );
   });
 
