@@ -181,6 +181,22 @@ function rssMb(pid: number): number {
 }
 
 /**
+ * The peak resident set size (VmHWM) of a process, plus its children's (cluster workers, each its own peak), in MB:
+ * the most memory it held at any moment since it started, which a sample at a scenario's end can miss.
+ */
+function peakRssMb(pid: number): number {
+  let kb = 0;
+  for (const p of [pid, ...childPids(pid)]) {
+    try {
+      kb += Number(/^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? Number.NaN);
+    } catch {
+      return Number.NaN; // not Linux, or the process is gone
+    }
+  }
+  return Math.round(kb / 1024);
+}
+
+/**
  * Waits until the API answers /ready (a database round trip) within 50 ms again: requests autocannon gave up on may still be queued in
  * the API (node:sqlite runs on its event loop), and must not be billed to the next scenario. Returns the seconds.
  */
@@ -585,6 +601,7 @@ async function main(): Promise<void> {
     await drain(base);
     const likes = opts.likeRuns > 0 ? await likeBaseline(opts, list, base, opts.likeRuns) : [];
 
+    const peakRss = peakRssMb(api.pid as number);
     const cpu = cpus()[0]?.model ?? 'unknown cpu';
     const command = `npm run bench -- ${argsWithoutCredentials(process.argv.slice(2))}`.trim();
     const reads = rows.slice(1).filter((r) => r.ratio !== '-');
@@ -615,9 +632,14 @@ async function main(): Promise<void> {
       ),
       '',
       `Read scenarios together: ${reads.reduce((s, r) => s + r.rps, 0)} req/s summed over ${reads.length} scenarios.`,
+      `API peak RSS over the whole run (VmHWM${opts.workers > 1 ? ', summed over the processes' : ''}): ${Number.isNaN(peakRss) ? '-' : `${peakRss} MB`}.`,
       '',
       ...(likes.length === 0
-        ? ['Lemmy-style comparison skipped (`--like-runs 0`).']
+        ? [
+            opts.likeRuns > 0
+              ? 'Lemmy-style comparison skipped: no search scenario with a query to compare ran (`--only`).'
+              : 'Lemmy-style comparison skipped (`--like-runs 0`).',
+          ]
         : [
             `Lemmy-style search on the same database (\`${opts.db.startsWith('sqlite:') ? "body LIKE '%term%'" : "body ILIKE '%term%'"}\` per term, public posts, newest 20, in process, ${opts.likeRuns} runs) against ours (GET /search over HTTP with \`Cache-Control: no-cache\`, so uncached, sequential, ${Math.max(opts.likeRuns, OURS_MIN_RUNS)} runs):`,
             '',
@@ -632,6 +654,12 @@ async function main(): Promise<void> {
     writeSection(opts.out, opts.label, md);
     console.log(md);
     console.log(`wrote ${opts.out} (section ${opts.label})`);
+    // A run whose requests failed measured something else than the scenarios: the report stays, the exit says so.
+    const failed = rows.filter((r) => r.errors > 0 || r.non2xx > 0);
+    if (failed.length > 0) {
+      console.error(`failed requests in: ${failed.map((r) => r.name).join('; ')}`);
+      process.exitCode = 1;
+    }
   } finally {
     api.kill('SIGTERM');
     floor?.kill('SIGTERM');

@@ -45,6 +45,12 @@ export class Zipf {
     for (let i = 0; i < n; i++) this.#cumulative[i] = (this.#cumulative[i] as number) / sum;
   }
 
+  /** The probability of a rank, 0 the most frequent. */
+  probability(rank: number): number {
+    const upTo = this.#cumulative[rank] ?? 0;
+    return rank === 0 ? upTo : upTo - (this.#cumulative[rank - 1] as number);
+  }
+
   /** A rank, 0 the most frequent. */
   sample(random: Random): number {
     const u = random.next();

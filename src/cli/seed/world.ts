@@ -66,6 +66,9 @@ export const WORLD_DEFAULTS: Omit<WorldOptions, 'users' | 'posts' | 'seed' | 'bu
   vocabularySize: 20_000,
 };
 
+/** The words of a post's text, at least and at most (each drawn from its language's Zipf vocabulary). */
+export const POST_WORDS = { min: 10, max: 30 } as const;
+
 /** Rows written per kind. */
 export interface WorldCounts {
   users: number;
@@ -338,7 +341,7 @@ export class World {
       for (let i = from; i < to; i++) {
         const author = this.#users[authors.sample(this.#random)] as SeedUser;
         const language = this.#random.chance(0.7) ? author.language : this.#language();
-        const words = this.#words(language, 10, 30);
+        const words = this.#words(language, POST_WORDS.min, POST_WORDS.max);
         if (this.#random.chance(0.3)) {
           const k = this.#random.int(1, 2);
           for (let j = 0; j < k; j++) {
