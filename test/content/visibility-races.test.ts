@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { checkAssociationAudiences } from '../../src/modules/tag-association/tag-association.service.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
 import { createPost } from '../tags/support.ts';
@@ -101,6 +102,56 @@ for (const dialect of testDialects()) {
         const listed = await t.inject({ method: 'GET', url: `/tags?filterby[name]=${word}`, token: t.guest });
         assert.equal(body(listed).count.total, 0, `round ${round}: ${listed.body}`);
       }
+    });
+
+    it("refuses a comment's deletion once an edit committing meanwhile made its post private to the commenter", {
+      skip: dialect.name !== 'postgres' && 'a held row lock needs a second writer (PostgreSQL)',
+    }, async () => {
+      const commenter = others[0] as TestUser;
+      const post = await createPost(t, author, 'soon private');
+      const made = await t.inject({
+        method: 'POST',
+        url: `/posts/${post}/comments`,
+        token: commenter.token,
+        payload: { body: 'a comment to delete' },
+      });
+      const comment = body(made).data.uuid as string;
+      let deletion: Promise<{ statusCode: number; body: string }> | undefined;
+      // The author's edit, as the post service makes it (the post locked, then updated), held open while the
+      // commenter's deletion passes its owner check, which reads the committed post.
+      await t.ctx.db.transaction().execute(async (trx) => {
+        await sql`select uuid from posts where uuid = ${post} for update`.execute(trx);
+        await sql`update posts set visibility = 'private' where uuid = ${post}`.execute(trx);
+        deletion = t.inject({ method: 'POST', url: `/comments/${comment}/delete`, token: commenter.token });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+      const answer = await (deletion as Promise<{ statusCode: number; body: string }>);
+      assert.equal(answer.statusCode, 404, answer.body);
+      const kept = await t.ctx.db.selectFrom('comments').select('uuid').where('uuid', '=', comment).execute();
+      assert.equal(kept.length, 1, 'the comment is kept');
+    });
+
+    it('answers a reaction taken back while an edit made the post private as after the edit: 404', {
+      skip: dialect.name !== 'postgres' && 'a held row lock needs a second writer (PostgreSQL)',
+    }, async () => {
+      const reactor = others[1] as TestUser;
+      const post = await createPost(t, author, 'soon private too');
+      const reacted = await t.inject({
+        method: 'POST',
+        url: `/posts/${post}/emotions`,
+        token: reactor.token,
+        payload: { name: 'love' },
+      });
+      assert.equal(reacted.statusCode, 201, reacted.body);
+      let taking: Promise<{ statusCode: number; body: string }> | undefined;
+      await t.ctx.db.transaction().execute(async (trx) => {
+        await sql`select uuid from posts where uuid = ${post} for update`.execute(trx);
+        await sql`update posts set visibility = 'private' where uuid = ${post}`.execute(trx);
+        taking = t.inject({ method: 'POST', url: `/posts/${post}/emotions/love/delete`, token: reactor.token });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+      const answer = await (taking as Promise<{ statusCode: number; body: string }>);
+      assert.equal(answer.statusCode, 404, answer.body);
     });
   });
 }

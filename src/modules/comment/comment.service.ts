@@ -77,20 +77,28 @@ export async function commentOwner(
   return (await repo.findVisibleComment(ctx.db, uuid, viewer))?.user_uuid;
 }
 
+/**
+ * The comment its author changes or deletes, locked (PostgreSQL), while they may still see its post; else 404. The
+ * owner check ran before the transaction, unlocked: the post is key-shared first, as a new comment does, so an edit
+ * of its visibility committing meanwhile is waited for and checked again, and a later one waits for this write (the
+ * hashtags an edit adds carry the post's audience). Post before comment, the order a post's deletion locks them in.
+ */
+async function lockOwnComment(ctx: Context, trx: Db, uuid: string): Promise<Selectable<CommentTable>> {
+  const found = await repo.findCommentByUuid(trx, uuid);
+  if (!found) throw objectNotFound('comment');
+  if (!(await findVisiblePost(trx, found.post_uuid, found.user_uuid, locksRows(ctx)))) {
+    throw objectNotFound('comment');
+  }
+  // Locked: a delete committing meanwhile leaves nothing to write (404, not the old row as if kept).
+  const row = await repo.findCommentByUuid(trx, uuid, locksRows(ctx));
+  if (!row) throw objectNotFound('comment');
+  return row;
+}
+
 /** Changes a comment's body (the owner check ran before); emits commentUpdated. */
 export async function updateComment(ctx: Context, uuid: string, input: UpdateCommentInput): Promise<Comment> {
   return ctx.db.transaction().execute(async (trx) => {
-    const found = await repo.findCommentByUuid(trx, uuid);
-    if (!found) throw objectNotFound('comment');
-    // The post key-shared first (PostgreSQL), as a new comment does: an edit of the post's visibility committing
-    // meanwhile is waited for and checked again, and a later one waits for this edit, so the hashtags it adds carry
-    // the post's audience. Post before comment, the order a post's deletion locks them in.
-    if (!(await findVisiblePost(trx, found.post_uuid, found.user_uuid, locksRows(ctx)))) {
-      throw objectNotFound('comment');
-    }
-    // Locked (PostgreSQL): a delete committing meanwhile leaves nothing to update (404, not the old row as if kept).
-    const row = await repo.findCommentByUuid(trx, uuid, locksRows(ctx));
-    if (!row) throw objectNotFound('comment');
+    const row = await lockOwnComment(ctx, trx, uuid);
     const patch = { body: input.body, updated_at: nowIso() };
     await repo.updateCommentRow(trx, uuid, patch);
     await ctx.bus.emit(trx, {
@@ -127,12 +135,11 @@ export async function deleteCommentsOfPost(ctx: Context, trx: Db, postUuid: stri
     await deleteCommentInTrx(ctx, trx, row);
 }
 
-/** Deletes a comment (the owner check ran before). */
+/** Deletes a comment (the owner check ran before), while its author may still see its post. */
 export async function deleteComment(ctx: Context, uuid: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     // Locked (PostgreSQL), as a post's delete locks the post: a reaction committing meanwhile goes with its karma.
-    const row = await repo.findCommentByUuid(trx, uuid, locksRows(ctx));
-    if (!row) throw objectNotFound('comment');
+    const row = await lockOwnComment(ctx, trx, uuid);
     await deleteCommentInTrx(ctx, trx, row);
   });
 }

@@ -446,7 +446,9 @@ export async function unreact(
   // theirs (the reaction is the Owner's item: its refusals answer alike).
   const none = () => new ApiError('object_not_found', `You have no ${emotion} reaction on that ${kind}.`);
   await ctx.db.transaction().execute(async (trx) => {
-    if (!(await findTarget(trx, kind, targetUuid.toLowerCase(), caller))) throw none();
+    // Key-shared (PostgreSQL), as react does: a deletion or visibility edit of the item committing meanwhile is
+    // waited for and checked again, so the answer is the one after it.
+    if (!(await findTarget(trx, kind, targetUuid.toLowerCase(), caller, locksRows(ctx)))) throw none();
     const tag = await findTagByKey(trx, 'emotion', normalizeTagName(emotion));
     const row = tag ? await findAssociationByKey(trx, tag.uuid, targetUuid.toLowerCase(), caller) : undefined;
     if (!tag || !row || row.target_type !== kind) throw none();
