@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it, mock } from 'node:test';
 import { sql } from 'kysely';
 import { vocabulary } from '../../src/cli/seed/vocabulary.ts';
 import { SEED_PASSWORD, WORLD_DEFAULTS, World, type WorldCounts } from '../../src/cli/seed/world.ts';
@@ -271,6 +274,48 @@ for (const dialect of testDialects()) {
       });
       assert.equal(res.statusCode, 200);
       assert.ok(JSON.parse(res.body).access_token);
+    });
+  });
+}
+
+for (const dialect of testDialects()) {
+  describe(`seeded world past midnight (${dialect.name})`, () => {
+    it('gives the karma of a seed within one day: the bulk path counts its daily caps over the whole load', async () => {
+      // Caps of 3 records per user, rule and day, which the world's busier authors and reactors pass.
+      const folder = mkdtempSync(join(tmpdir(), 'seed-midnight-'));
+      const rules = join(folder, 'karma-rules.json');
+      writeFileSync(rules, JSON.stringify({ daily_cap: 3 }));
+      const sameDay = await startTestApp(dialect, { KARMA_RULES: rules });
+      const pastMidnight = await startTestApp(dialect, { KARMA_RULES: rules });
+      const karmaOf = (t: TestApp) =>
+        t.ctx.db.selectFrom('users').select(['username', 'karma']).orderBy('username').execute();
+      try {
+        await new World(sameDay.ctx, { ...OPTIONS, bulk: true }).run();
+        // The clock a second before midnight, moved an hour on after the first batch of posts.
+        mock.timers.enable({ apis: ['Date'], now: Date.parse('2026-03-01T23:59:59.000Z') });
+        let crossed = false;
+        try {
+          await new World(pastMidnight.ctx, { ...OPTIONS, bulk: true }).run((phase, done) => {
+            if (crossed || phase !== 'posts' || done === 0) return;
+            crossed = true;
+            mock.timers.tick(3_600_000);
+          });
+        } finally {
+          mock.timers.reset();
+        }
+        assert.ok(crossed, 'the clock passed midnight during the posts');
+        const capped = await pastMidnight.ctx.db
+          .selectFrom('karma')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('points', '=', 0)
+          .executeTakeFirstOrThrow();
+        assert.ok(Number(capped.n) > 0, 'some records were past their cap');
+        assert.deepEqual(await karmaOf(pastMidnight), await karmaOf(sameDay));
+      } finally {
+        await sameDay.close();
+        await pastMidnight.close();
+        rmSync(folder, { recursive: true, force: true });
+      }
     });
   });
 }

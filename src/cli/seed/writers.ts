@@ -402,9 +402,11 @@ export class BulkWriter implements WorldWriter {
   #suspended: SuspendedSchema | undefined;
   /** Usernames by lowercase key, to resolve @mentions as the tag subscriber does. */
   readonly #usernames: Map<string, string>;
-  /** `add` records per user and rule in the current UTC day (the daily cap). */
+  /**
+   * `add` records per user and rule (the daily cap), over the whole load as one day: a seed running past midnight
+   * would otherwise start the caps again and give another world for the same seed.
+   */
   readonly #today = new Map<string, number>();
-  #day = '';
   /** Karma and association-count deltas of the committed batches. */
   readonly #karma = new Map<string, number>();
   readonly #tagCounts = new Map<string, number>();
@@ -720,11 +722,6 @@ export class BulkWriter implements WorldWriter {
     if (grants.length === 0) return [];
     const rules = karmaRules(this.#ctx);
     const now = nowIso();
-    const day = now.slice(0, 10);
-    if (day !== this.#day) {
-      this.#day = day;
-      this.#today.clear();
-    }
     const records: Insertable<KarmaTable>[] = [];
     for (const g of grants) {
       const rule = rules[g.rule];
