@@ -9,15 +9,19 @@ interface VariableSpec<T> {
   shown?: (raw: string) => string;
 }
 
+// The query parameters pg reads secrets from; their values are masked first, so an `@` in one is not taken for the
+// end of the user and password.
+const SECRET_PARAMS = 'password|sslpassword|passfile|sslkey';
+
 /**
  * A URL fit to print: any user and password left out (up to the last `@`, so a `/`, `?` or raw `@` in a password
  * goes too; a query holding an `@` loses its host as well, which only over-hides), and the values of the query
- * parameters pg reads credentials from shown as `***`.
+ * parameters pg reads the user or secrets from shown as `***`.
  */
 export function urlWithoutCredentials(url: string): string {
   return url
-    .replace(/\/\/.*@/s, '//')
-    .replace(/([?&](?:user|password|sslpassword|passfile|sslkey)=)[^&#]*/gi, '$1***');
+    .replace(new RegExp(`([?&](?:user|${SECRET_PARAMS})=)[^&#]*`, 'gi'), '$1***')
+    .replace(/\/\/.*@/s, '//');
 }
 
 /**
@@ -26,8 +30,8 @@ export function urlWithoutCredentials(url: string): string {
  */
 export function urlWithoutPassword(url: string): string {
   return url
-    .replace(/\/\/([^:@/]*):.*@/s, '//$1:***@')
-    .replace(/([?&](?:password|sslpassword|passfile|sslkey)=)[^&#]*/gi, '$1***');
+    .replace(new RegExp(`([?&](?:${SECRET_PARAMS})=)[^&#]*`, 'gi'), '$1***')
+    .replace(/\/\/([^:@/]*):.*@/s, '//$1:***@');
 }
 
 /** One argument as a POSIX shell reads it back: single-quoted unless it holds only safe characters. */

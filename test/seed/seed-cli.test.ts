@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { parseSeedArgs } from '../../src/cli/seed/main.ts';
-import { argsWithoutCredentials } from '../../src/config.ts';
+import { argsWithoutCredentials, urlWithoutCredentials } from '../../src/config.ts';
 import { testDialects } from '../helper.ts';
 
 /** Runs a CLI entry point with Node 24 (the tests' own) from the project's root; returns its standard output. */
@@ -146,8 +146,23 @@ describe('npm run seed: arguments refused before anything is written', () => {
       "--db 'postgres://u:***@h:5432/x?sslpassword=***' --workers 1",
     );
     assert.equal(
-      argsWithoutCredentials(['--db', 'postgres://postgres@127.0.0.1:5432/seed_1m', '--only', "^GET /tags$|it's"]),
+      argsWithoutCredentials([
+        '--db',
+        'postgres://postgres@127.0.0.1:5432/seed_1m',
+        '--only',
+        "^GET /tags$|it's",
+      ]),
       `--db postgres://postgres@127.0.0.1:5432/seed_1m --only '^GET /tags$|it'\\''s'`,
+    );
+    assert.equal(argsWithoutCredentials(['', '!x', '$HOME', 'a b']), `'' '!x' '$HOME' 'a b'`);
+    // An `@` in a secret query parameter is not the end of a user and password: the host stays, nothing leaks.
+    assert.equal(
+      argsWithoutCredentials(['postgres://h:5432/db?password=p@ss', 'postgres://u:p@h/db?sslpassword=k@y']),
+      `'postgres://h:5432/db?password=***' 'postgres://u:***@h/db?sslpassword=***'`,
+    );
+    assert.equal(
+      urlWithoutCredentials('postgres://h:5432/db?password=p@ss'),
+      'postgres://h:5432/db?password=***',
     );
   });
 

@@ -94,7 +94,13 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
           'is not a file field; send the file in the field named file',
         );
       }
-      uploads.set(this, await service.receiveUpload(ctx, this.auth?.userUuid as string, part.file));
+      // The route's access makes this a signed-in user; the quota read before the file is theirs.
+      const userUuid = this.auth?.userUuid;
+      if (!userUuid) {
+        part.file.resume();
+        throw new ApiError('login_required', 'Uploading media needs a logged-in user.');
+      }
+      uploads.set(this, await service.receiveUpload(ctx, userUuid, part.file));
       // keyValues puts `value` into the body, so the schema sees that the file field was sent.
       (part as unknown as { value: string }).value = part.filename || 'file';
     },

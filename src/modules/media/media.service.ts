@@ -65,13 +65,16 @@ function tooLarge(ctx: Context): ApiError {
   );
 }
 
-/** The 413 for an upload that would take the user's stored media past MEDIA_USER_MAX_BYTES (at least `size`). */
-function overQuota(ctx: Context, used: number, size: number): ApiError {
+/**
+ * The 413 for an upload that would take the user's stored media past MEDIA_USER_MAX_BYTES; `partly` when `size` is
+ * what arrived before the file was cut off, not its whole size.
+ */
+function overQuota(ctx: Context, used: number, size: number, partly = false): ApiError {
   const quota = ctx.config.MEDIA_USER_MAX_BYTES;
   const taken =
     used >= quota
       ? `You already store ${used} bytes of media, the most each user may (${quota}, MEDIA_USER_MAX_BYTES).`
-      : `Your media would take ${used + size} bytes, more than the ${quota} each user may store (MEDIA_USER_MAX_BYTES); you use ${used}.`;
+      : `Your media would take ${partly ? 'at least ' : ''}${used + size} bytes, more than the ${quota} each user may store (MEDIA_USER_MAX_BYTES); you use ${used}.`;
   return new ApiError('payload_too_large', `${taken} Delete some media first.`);
 }
 
@@ -158,7 +161,7 @@ export async function receiveUpload(
       // After a failure the rest is read and dropped, so the request ends cleanly and nothing more is written.
       if (failure) continue;
       if (size > quota.left) {
-        failure = overQuota(ctx, quota.used, size);
+        failure = overQuota(ctx, quota.used, size, true);
         continue;
       }
       if (contentType === undefined) {
