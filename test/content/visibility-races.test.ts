@@ -10,6 +10,18 @@ import { createPost } from '../tags/support.ts';
 // reactions in flight were written with the old one; the post's comments then stayed searchable by anyone and their
 // hashtags listed to everyone.
 
+/** Waits until a request of the app waits for a row lock (PostgreSQL), so the holder commits under it, not before. */
+async function waitForLockWait(t: TestApp): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const waiting = await sql<{ n: string }>`
+      select count(*) as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock'`.execute(t.ctx.db);
+    if (Number(waiting.rows[0]?.n) > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('no request came to wait for the row lock in 5 s');
+}
+
 for (const dialect of testDialects()) {
   describe(`changing a post's visibility while others write to it [${dialect.name}]`, () => {
     let t: TestApp;
@@ -123,7 +135,7 @@ for (const dialect of testDialects()) {
         await sql`select uuid from posts where uuid = ${post} for update`.execute(trx);
         await sql`update posts set visibility = 'private' where uuid = ${post}`.execute(trx);
         deletion = t.inject({ method: 'POST', url: `/comments/${comment}/delete`, token: commenter.token });
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await waitForLockWait(t);
       });
       const answer = await (deletion as Promise<{ statusCode: number; body: string }>);
       assert.equal(answer.statusCode, 404, answer.body);
@@ -147,8 +159,12 @@ for (const dialect of testDialects()) {
       await t.ctx.db.transaction().execute(async (trx) => {
         await sql`select uuid from posts where uuid = ${post} for update`.execute(trx);
         await sql`update posts set visibility = 'private' where uuid = ${post}`.execute(trx);
-        taking = t.inject({ method: 'POST', url: `/posts/${post}/emotions/love/delete`, token: reactor.token });
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        taking = t.inject({
+          method: 'POST',
+          url: `/posts/${post}/emotions/love/delete`,
+          token: reactor.token,
+        });
+        await waitForLockWait(t);
       });
       const answer = await (taking as Promise<{ statusCode: number; body: string }>);
       assert.equal(answer.statusCode, 404, answer.body);
