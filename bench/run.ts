@@ -498,6 +498,8 @@ async function main(): Promise<void> {
     const earlier = await removeBenchPosts(opts, list, base);
     if (earlier > 0) console.log(`removed ${earlier} posts left by earlier runs' POST scenario`);
     const rows: Row[] = [];
+    // The writes driven beside a read have no row of their own: their failures are kept here.
+    const failedBeside: string[] = [];
     const drive = (url: string, s?: Scenario, connections = opts.connections, duration = opts.duration) => {
       // Connection i of a many-users scenario sends the i-th user's headers.
       let next = 0;
@@ -570,6 +572,10 @@ async function main(): Promise<void> {
         ratio: s.method === 'POST' ? '-' : (r.requests.average / floorRps).toFixed(2),
       };
       if (other) row.name = `${s.name} (${Math.round(other.requests.average)} posts/s beside)`;
+      if (other && (other.errors > 0 || other.non2xx > 0))
+        failedBeside.push(
+          `${beside?.scenario.name} beside ${s.name}: ${other.errors} errors, ${other.non2xx} non-2xx`,
+        );
       rows.push(row);
       if (r.non2xx > 0) {
         const codes = Object.entries(
@@ -655,9 +661,9 @@ async function main(): Promise<void> {
     console.log(md);
     console.log(`wrote ${opts.out} (section ${opts.label})`);
     // A run whose requests failed measured something else than the scenarios: the report stays, the exit says so.
-    const failed = rows.filter((r) => r.errors > 0 || r.non2xx > 0);
+    const failed = [...rows.filter((r) => r.errors > 0 || r.non2xx > 0).map((r) => r.name), ...failedBeside];
     if (failed.length > 0) {
-      console.error(`failed requests in: ${failed.map((r) => r.name).join('; ')}`);
+      console.error(`failed requests in: ${failed.join('; ')}`);
       process.exitCode = 1;
     }
   } finally {

@@ -41,7 +41,7 @@ export function commonestWords(n = 20): string[] {
   for (const { code, weight } of SEED_LANGUAGES) {
     const words = vocabulary(code, WORLD_DEFAULTS.vocabularySize);
     const zipf = new Zipf(words.length);
-    // The head words (the first 100-odd of each language, whatever the seed) hold every common word.
+    // The head words (the first 55-140 of each language, whatever the seed) hold every common word.
     for (let rank = 0; rank < 200; rank++) {
       const p = zipf.probability(rank);
       let share = 0;
@@ -162,7 +162,7 @@ export async function scenarios(base: string, client: { id: string; secret: stri
   // Many users reading while one writes: each commit moves the data version, so every cached answer is computed
   // again, but a token check only when tokens change (the auth version, docs/decisions.md).
   const found = await get(`/search/users?query=${encodeURIComponent('a')}&limit=${MANY_USERS}`);
-  // A smaller world (`--users` under 50) logs in every user it has.
+  // A smaller world (`--users` under 50) logs in the users it has of those the search finds.
   const usernames = (found.data as { username: string }[]).map((u) => u.username);
   if (usernames.length === 0) throw new Error('the world has no user to log in');
   const tokens: string[] = [];
@@ -173,7 +173,7 @@ export async function scenarios(base: string, client: { id: string; secret: stri
     connectionHeaders: tokens.map((token) => ({ authorization: `Bearer ${token}` })),
     alongside: { scenario: write, connections: 10 },
   });
-  // The commonest-word rotation is compared with LIKE word by word too, all 20.
+  // The commonest-word rotation is compared with LIKE word by word too, all 20: each is a search users make.
   const rotation = list.find((s) => s.requests && s.method === 'GET');
   if (rotation) rotation.likeTerms = common;
   // Every read the exact caches serve (searches, tags, tag associations, karma records) is also measured uncached.

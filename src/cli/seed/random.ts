@@ -47,6 +47,7 @@ export class Zipf {
 
   /** The probability of a rank, 0 the most frequent. */
   probability(rank: number): number {
+    if (rank < 0 || rank >= this.#cumulative.length) return 0;
     const upTo = this.#cumulative[rank] ?? 0;
     return rank === 0 ? upTo : upTo - (this.#cumulative[rank - 1] as number);
   }
