@@ -22,6 +22,27 @@ async function waitForLockWait(t: TestApp): Promise<void> {
   throw new Error('no request came to wait for the row lock in 5 s');
 }
 
+type Answer = Awaited<ReturnType<TestApp['inject']>>;
+
+/**
+ * Sends `request` while the post's author makes the post private as the post service does (the post locked, then
+ * updated), and commits once the request waits for that lock: its answer is the one after the edit.
+ */
+async function sendWhileMadePrivate(
+  t: TestApp,
+  post: string,
+  request: () => Promise<Answer>,
+): Promise<Answer> {
+  let answer: Promise<Answer> | undefined;
+  await t.ctx.db.transaction().execute(async (trx) => {
+    await sql`select uuid from posts where uuid = ${post} for update`.execute(trx);
+    await sql`update posts set visibility = 'private' where uuid = ${post}`.execute(trx);
+    answer = request();
+    await waitForLockWait(t);
+  });
+  return answer as Promise<Answer>;
+}
+
 for (const dialect of testDialects()) {
   describe(`changing a post's visibility while others write to it [${dialect.name}]`, () => {
     let t: TestApp;
@@ -128,16 +149,10 @@ for (const dialect of testDialects()) {
         payload: { body: 'a comment to delete' },
       });
       const comment = body(made).data.uuid as string;
-      let deletion: Promise<{ statusCode: number; body: string }> | undefined;
-      // The author's edit, as the post service makes it (the post locked, then updated), held open while the
-      // commenter's deletion passes its owner check, which reads the committed post.
-      await t.ctx.db.transaction().execute(async (trx) => {
-        await sql`select uuid from posts where uuid = ${post} for update`.execute(trx);
-        await sql`update posts set visibility = 'private' where uuid = ${post}`.execute(trx);
-        deletion = t.inject({ method: 'POST', url: `/comments/${comment}/delete`, token: commenter.token });
-        await waitForLockWait(t);
-      });
-      const answer = await (deletion as Promise<{ statusCode: number; body: string }>);
+      // The deletion's owner check reads the committed post, still public, before the edit commits.
+      const answer = await sendWhileMadePrivate(t, post, () =>
+        t.inject({ method: 'POST', url: `/comments/${comment}/delete`, token: commenter.token }),
+      );
       assert.equal(answer.statusCode, 404, answer.body);
       const kept = await t.ctx.db.selectFrom('comments').select('uuid').where('uuid', '=', comment).execute();
       assert.equal(kept.length, 1, 'the comment is kept');
@@ -155,18 +170,9 @@ for (const dialect of testDialects()) {
         payload: { name: 'love' },
       });
       assert.equal(reacted.statusCode, 201, reacted.body);
-      let taking: Promise<{ statusCode: number; body: string }> | undefined;
-      await t.ctx.db.transaction().execute(async (trx) => {
-        await sql`select uuid from posts where uuid = ${post} for update`.execute(trx);
-        await sql`update posts set visibility = 'private' where uuid = ${post}`.execute(trx);
-        taking = t.inject({
-          method: 'POST',
-          url: `/posts/${post}/emotions/love/delete`,
-          token: reactor.token,
-        });
-        await waitForLockWait(t);
-      });
-      const answer = await (taking as Promise<{ statusCode: number; body: string }>);
+      const answer = await sendWhileMadePrivate(t, post, () =>
+        t.inject({ method: 'POST', url: `/posts/${post}/emotions/love/delete`, token: reactor.token }),
+      );
       assert.equal(answer.statusCode, 404, answer.body);
     });
   });
