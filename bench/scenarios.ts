@@ -32,7 +32,7 @@ export const MANY_USERS = 50;
 
 /**
  * The world's 20 commonest words, commonest first (what users type most, in every seeded language): by the share of
- * posts expected to hold each, from the languages' shares, their Zipf vocabularies and a post's length. Within 2% of
+ * posts expected to hold each, from the languages' shares, their Zipf vocabularies and a post's length. Within 3% of
  * the seeded world's own counts (`the` in 547,349 of its 1,000,000 posts, `der` in 225,634, `for` in 91,993).
  */
 export function commonestWords(n = 20): string[] {
