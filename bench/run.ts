@@ -146,15 +146,20 @@ async function waitFor(url: string): Promise<void> {
  * per request, it tells a change's cost apart from the machine's speed of the moment, which moves throughput.
  */
 function cpuSeconds(pid: number): number {
-  let ticks = 0;
+  return sumOverProcesses(pid, (p) => statTicks(readFileSync(`/proc/${p}/stat`, 'utf8'))) / CLOCK_TICKS;
+}
+
+/** A figure read from /proc for a process and each of its children (cluster workers), summed; NaN if one cannot be. */
+function sumOverProcesses(pid: number, read: (pid: number) => number): number {
+  let sum = 0;
   for (const p of [pid, ...childPids(pid)]) {
     try {
-      ticks += statTicks(readFileSync(`/proc/${p}/stat`, 'utf8'));
+      sum += read(p);
     } catch {
       return Number.NaN; // not Linux, or the process is gone
     }
   }
-  return ticks / CLOCK_TICKS;
+  return sum;
 }
 
 function childPids(pid: number): number[] {
@@ -185,14 +190,9 @@ function rssMb(pid: number): number {
  * the most memory it held at any moment since it started, which a sample at a scenario's end can miss.
  */
 function peakRssMb(pid: number): number {
-  let kb = 0;
-  for (const p of [pid, ...childPids(pid)]) {
-    try {
-      kb += Number(/^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? Number.NaN);
-    } catch {
-      return Number.NaN; // not Linux, or the process is gone
-    }
-  }
+  const kb = sumOverProcesses(pid, (p) =>
+    Number(/^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? Number.NaN),
+  );
   return Math.round(kb / 1024);
 }
 

@@ -3,8 +3,9 @@
 // Builds the app on a seeded database (migrating it first), then times each query through app.inject as a guest and
 // as bench_user, after warm-up requests, ten of them at once (so the pooled connections the timed requests reuse have
 // run the query before): `--runs` passes over its queries (default 10), and at least 200 requests, so a p99 is not
-// the slowest request's. The answer cache is off unless `--cache on`: a repeated query would otherwise time the cache. Prints a Markdown table: p50, p99 and max latency, CPU per request (every thread of the
-// process) and the largest event-loop delay seen meanwhile. `--stats-rare N` sets the bound under which PostgreSQL's
+// the slowest request's. The answer cache is off unless `--cache on`: a repeated query would otherwise time the
+// cache. Prints a Markdown table: p50, p99 and max latency, CPU per request (every thread of the process) and the
+// largest event-loop delay seen meanwhile. `--stats-rare N` sets the bound under which PostgreSQL's
 // statistics call a word rare (searchTuning.statsRareMatches; 0 turns them off), `--stats-dense SHARE` the share of
 // the documents from which they call a word dense (searchTuning.statsDenseShare; 0 turns it off), for comparisons.
 import { monitorEventLoopDelay } from 'node:perf_hooks';

@@ -126,13 +126,10 @@ export async function receiveUpload(
   let quota: { used: number; left: number };
   try {
     quota = await quotaLeft(ctx, userUuid);
+    if (quota.left <= 0) throw overQuota(ctx, quota.used, 0);
   } catch (err) {
     stream.resume();
     throw err;
-  }
-  if (quota.left <= 0) {
-    stream.resume();
-    throw overQuota(ctx, quota.used, 0);
   }
   try {
     // Readable by the service's own account only: private media must not be open to every account on the machine.
