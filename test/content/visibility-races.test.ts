@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { checkAssociationAudiences } from '../../src/modules/tag-association/tag-association.service.ts';
 import { body, startTestApp, type TestApp, type TestUser, testDialects } from '../helper.ts';
-import { createPost } from '../tags/support.ts';
+import { createPost, findTag } from '../tags/support.ts';
 
 // A post made private while others comment on it and react to it (found by a review): on PostgreSQL the edit's
 // triggers copied the new visibility onto the comments and associations they could see, while comments and
@@ -50,7 +50,9 @@ for (const dialect of testDialects()) {
     const others: TestUser[] = [];
 
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestApp(dialect, {
+        ENABLED_OPERATIONS: ['tag-associations.create', 'tag-associations.delete', 'tag-associations.update'],
+      });
       author = await t.createUser();
       for (let i = 0; i < 4; i++) others.push(await t.createUser());
     });
@@ -174,6 +176,52 @@ for (const dialect of testDialects()) {
         t.inject({ method: 'POST', url: `/posts/${post}/emotions/love/delete`, token: reactor.token }),
       );
       assert.equal(answer.statusCode, 404, answer.body);
+    });
+
+    it("refuses a tag association's deletion and update once an edit made its target private to their caller", {
+      skip: dialect.name !== 'postgres' && 'a held row lock needs a second writer (PostgreSQL)',
+    }, async () => {
+      const tagger = others[2] as TestUser;
+      const post = await createPost(t, author, 'tagged soon private #racetagone');
+      // The update's new tag stays visible whatever becomes of the post: it has a public use elsewhere.
+      await createPost(t, author, 'staying public #racetagtwo');
+      const [one, two] = await Promise.all(
+        ['racetagone', 'racetagtwo'].map((name) => findTag(t, 'hashtag', name)),
+      );
+      const made = await t.inject({
+        method: 'POST',
+        url: '/tag-association',
+        token: tagger.token,
+        payload: { tag_uuid: one.uuid, target_uuid: post, target_type: 'post' },
+      });
+      assert.equal(made.statusCode, 201, made.body);
+      const association = body(made).data.uuid as string;
+      // The owner checks read the committed audience, still public, before the edit commits.
+      const deleted = await sendWhileMadePrivate(t, post, () =>
+        t.inject({ method: 'DELETE', url: `/tag-associations/${association}`, token: tagger.token }),
+      );
+      assert.equal(deleted.statusCode, 404, deleted.body);
+      await t.inject({
+        method: 'POST',
+        url: `/posts/${post}/update`,
+        token: author.token,
+        payload: { visibility: 'public' },
+      });
+      const updated = await sendWhileMadePrivate(t, post, () =>
+        t.inject({
+          method: 'PATCH',
+          url: `/tag-associations/${association}`,
+          token: tagger.token,
+          payload: { tag_uuid: two.uuid },
+        }),
+      );
+      assert.equal(updated.statusCode, 404, updated.body);
+      const kept = await t.ctx.db
+        .selectFrom('tag_associations')
+        .select('tag_uuid')
+        .where('uuid', '=', association)
+        .execute();
+      assert.deepEqual(kept, [{ tag_uuid: one.uuid }], 'the association is kept, on its first tag');
     });
   });
 }

@@ -46,15 +46,12 @@ export default async function tagAssociationRoutes(
   opts: { ctx: Context },
 ): Promise<void> {
   const { ctx } = opts;
+  // Admins moderate any association; anyone else acts only on one whose target they may see.
+  const seenBy = (request: FastifyRequest) =>
+    request.auth?.role === 'admin' ? undefined : callerUuid(request);
   const owner = {
     access: 'owner' as const,
-    // Admins moderate any association; anyone else acts only on one whose target they may see.
-    owner: (request: FastifyRequest, c: Context) =>
-      associationOwner(
-        c,
-        paramUuid(request),
-        request.auth?.role === 'admin' ? undefined : callerUuid(request),
-      ),
+    owner: (request: FastifyRequest, c: Context) => associationOwner(c, paramUuid(request), seenBy(request)),
     ownerKind: 'tag association',
     adminOverride: true,
   };
@@ -162,10 +159,12 @@ export default async function tagAssociationRoutes(
               Object.keys(fields).map((field) => ({ field, message: 'is not accepted by a delete' })),
             );
           }
-          await deleteAssociation(ctx, paramUuid(request));
+          await deleteAssociation(ctx, paramUuid(request), seenBy(request));
           return okStatus();
         }
-        return ok(await updateAssociation(ctx, callerUuid(request), paramUuid(request), fields));
+        return ok(
+          await updateAssociation(ctx, callerUuid(request), paramUuid(request), fields, seenBy(request)),
+        );
       },
     );
   });
@@ -182,7 +181,7 @@ export default async function tagAssociationRoutes(
       },
     },
     async (request) => {
-      await deleteAssociation(ctx, paramUuid(request));
+      await deleteAssociation(ctx, paramUuid(request), seenBy(request));
       return okStatus();
     },
   );
@@ -202,7 +201,7 @@ export default async function tagAssociationRoutes(
     },
     async (request) => {
       const body = request.body as UpdateInput;
-      return ok(await updateAssociation(ctx, callerUuid(request), paramUuid(request), body));
+      return ok(await updateAssociation(ctx, callerUuid(request), paramUuid(request), body, seenBy(request)));
     },
   );
 

@@ -301,12 +301,22 @@ export function checkAssociationWriteEnabled(ctx: Context, write: AssociationWri
   if (!isOperationEnabled(ctx.config.ENABLED_OPERATIONS, operation)) throw operationDisabled(operation);
 }
 
-/** Deletes an association (tag-associations.delete; the creator-or-admin check ran before). */
-export async function deleteAssociation(ctx: Context, uuid: string): Promise<void> {
+/**
+ * Deletes an association (tag-associations.delete; the creator-or-admin check ran before) whose target `seenBy` may
+ * still see (undefined: an admin, who moderates any).
+ */
+export async function deleteAssociation(
+  ctx: Context,
+  uuid: string,
+  seenBy: string | undefined,
+): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    const row = await findAssociationByUuid(trx, uuid.toLowerCase());
-    const tag = row && (await findTagByUuid(trx, row.tag_uuid));
-    if (row && tag && isReaction(tag.tag_type, row.target_type)) {
+    // Locked (PostgreSQL): the owner check read it unlocked, so an edit hiding its target that committed meanwhile
+    // (whose triggers rewrite the association's audience) is waited for and checked again: 404, as after the edit.
+    const row = await findAssociationByUuid(trx, uuid.toLowerCase(), seenBy, locksRows(ctx));
+    if (!row) throw objectNotFound('tag association');
+    const tag = await findTagByUuid(trx, row.tag_uuid);
+    if (tag && isReaction(tag.tag_type, row.target_type)) {
       await emitReactionDeleted(ctx, trx, { ...row, target_type: row.target_type }, tag.name_key);
     }
     const removed = await deleteAssociationsByUuids(trx, [uuid.toLowerCase()]);
@@ -315,18 +325,24 @@ export async function deleteAssociation(ctx: Context, uuid: string): Promise<voi
   });
 }
 
-/** Changes an association's tag or target (tag-associations.update); the new ones must exist and be visible. */
+/**
+ * Changes an association's tag or target (tag-associations.update); the new ones must exist and be visible to the
+ * caller, and the current target to `seenBy` (undefined: an admin, who moderates any).
+ */
 export async function updateAssociation(
   ctx: Context,
   caller: string,
   uuid: string,
   input: { tag_uuid?: string; target_uuid?: string; target_type?: AssociationTargetType },
+  seenBy: string | undefined,
 ): Promise<ApiTagAssociation> {
   if (input.tag_uuid === undefined && input.target_uuid === undefined && input.target_type === undefined) {
     throw invalidField('tag_uuid', 'give at least one of tag_uuid, target_uuid, target_type to update');
   }
   try {
-    return await ctx.db.transaction().execute((trx) => applyAssociationUpdate(ctx, trx, caller, uuid, input));
+    return await ctx.db
+      .transaction()
+      .execute((trx) => applyAssociationUpdate(ctx, trx, caller, uuid, input, seenBy));
   } catch (err) {
     // Two updates (or a create) reaching one tag, target and user at once: the unique key lets one in (a 500 before).
     if (isUniqueViolation(err)) throw duplicate();
@@ -341,10 +357,12 @@ async function applyAssociationUpdate(
   caller: string,
   uuid: string,
   input: { tag_uuid?: string; target_uuid?: string; target_type?: AssociationTargetType },
+  seenBy: string | undefined,
 ): Promise<ApiTagAssociation> {
   // Locked (PostgreSQL): two updates at once both read the old tag, and each moved its count (a count off by one on
-  // each side); locked, the second reads the first's outcome.
-  const row = await findAssociationByUuid(trx, uuid.toLowerCase(), undefined, locksRows(ctx));
+  // each side); locked, the second reads the first's outcome. An edit hiding the target from the caller that
+  // committed meanwhile is waited for too, and the audience it wrote checked: 404, as after the edit.
+  const row = await findAssociationByUuid(trx, uuid.toLowerCase(), seenBy, locksRows(ctx));
   if (!row) throw objectNotFound('tag association');
   const oldTag = await findTagByUuid(trx, row.tag_uuid);
   const newTag = input.tag_uuid !== undefined ? await visibleTag(trx, input.tag_uuid, caller) : oldTag;
