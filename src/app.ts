@@ -43,6 +43,8 @@ export interface BuildOptions {
   skipMigrations?: boolean;
   /** Pino options or false; defaults to JSON logs at LOG_LEVEL. */
   logger?: boolean | object;
+  /** A worker forked in place of one that exited: the modules' one-time starts (the bootstrap client) are skipped. */
+  replacement?: boolean;
 }
 
 /** Methods whose operations may take a body. */
@@ -204,6 +206,6 @@ async function assembleApp(
   await app.register(metricsPlugin);
   await app.register(accessPlugin, { ctx });
   for (const m of modules) if (m.routes) await app.register(m.routes, { ctx });
-  for (const m of modules) await m.start?.(ctx, app.log);
+  for (const m of modules) await m.start?.(ctx, app.log, { replacement: options.replacement ?? false });
   return { app, ctx };
 }

@@ -18,6 +18,8 @@ function readConfig(): Config {
 
 // Set in the environment of a process image started by relaunchWithMemorySettings: it never starts another.
 const RELAUNCHED = 'SOCIAL_API_MEMORY_SETTINGS_APPLIED';
+// Set in the environment of a worker forked in place of one that exited: it skips the one-time starts.
+const REPLACEMENT = 'SOCIAL_API_REPLACEMENT_WORKER';
 
 /**
  * Applies the memory settings that only take effect when a process starts (V8's heap sizes, glibc's arena limit)
@@ -52,8 +54,8 @@ function relaunchWithMemorySettings(config: Config): void {
 }
 
 /** One API process: listens, and on SIGINT/SIGTERM stops accepting, finishes in-flight requests, closes the database. */
-async function serve(config: Config, migrated: boolean): Promise<void> {
-  const { app } = await buildApp(config, { skipMigrations: migrated });
+async function serve(config: Config, migrated: boolean, replacement = false): Promise<void> {
+  const { app } = await buildApp(config, { skipMigrations: migrated, replacement });
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -97,6 +99,7 @@ async function main(): Promise<void> {
     cluster.on('listening', (worker) => {
       listening.add(worker.id);
       failedStarts = 0;
+      if (!starting) console.error(`worker ${worker.process.pid} listening in place of one that exited`);
       if (starting && listening.size >= config.WORKERS) {
         starting = false;
         // The end of the start, which decides how a worker's exit is taken (above): said, for operators and tests.
@@ -119,7 +122,8 @@ async function main(): Promise<void> {
       const wait = listened ? 0 : Math.min(30_000, 1000 * 2 ** (failedStarts - 1));
       console.error(`worker ${worker.process.pid} exited with ${code}; starting another in ${wait / 1000} s`);
       setTimeout(() => {
-        if (!stopping) cluster.fork();
+        // A replacement does not run BOOTSTRAP_CLIENT again: a crash would re-enable a client an operator disabled.
+        if (!stopping) cluster.fork({ [REPLACEMENT]: '1' });
       }, wait);
     });
     const stop = () => {
@@ -130,7 +134,7 @@ async function main(): Promise<void> {
     process.on('SIGTERM', stop);
     return;
   }
-  return serve(config, true);
+  return serve(config, true, process.env[REPLACEMENT] === '1');
 }
 
 main().catch((err) => {

@@ -24,13 +24,19 @@ import tagAssociationRoutes from './tag-association/tag-association.routes.ts';
 import { subscribeTags } from './tag-association/tag-association.subscriber.ts';
 import userRoutes from './user/user.routes.ts';
 
+/** How the process running a module's start came to be. */
+export interface ModuleStart {
+  /** A worker forked in place of one that exited, after the server's start. */
+  replacement: boolean;
+}
+
 /** A feature module: its routes plugin and the bus subscribers it installs. */
 export interface Module {
   name: string;
   routes?: (app: FastifyInstance, opts: { ctx: Context }) => Promise<void>;
   subscribe?: (ctx: Context) => void;
   /** Runs once when the app is built, after migrations (e.g. bootstrap clients). */
-  start?: (ctx: Context, log: FastifyBaseLogger) => Promise<void>;
+  start?: (ctx: Context, log: FastifyBaseLogger, start: ModuleStart) => Promise<void>;
 }
 
 /** Every feature module, in registration order. Each module adds one line here. */

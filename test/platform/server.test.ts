@@ -80,13 +80,19 @@ describe('server process', () => {
     assert.doesNotMatch(s.output(), /starting another/);
   });
 
-  it('with several workers, replaces one that dies after the start and keeps serving', async () => {
+  it('with several workers, replaces one that dies after the start, keeps serving, and keeps a client disabled since', async (t) => {
     const port = await freePort();
+    const url = `sqlite:${join(dir, 'r.db')}`;
     const s = start({
       PORT: String(port),
       WORKERS: '2',
-      DATABASE_URL: `sqlite:${join(dir, 'r.db')}`,
+      DATABASE_URL: url,
       REDIS_URL: undefined,
+      BOOTSTRAP_CLIENT: 'boot:boot-secret-1',
+    });
+    // A failed assertion must not leave the server running: the test file would wait for it without end.
+    t.after(() => {
+      if (s.child.exitCode === null) s.child.kill('SIGTERM');
     });
     assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`, s)).status, 200);
     assert.match(s.output(), /WORKERS=2 without REDIS_URL: .* allow 2 times each budget/);
@@ -101,12 +107,29 @@ describe('server process', () => {
       .map((l) => Number(l.trim()))
       .filter((n) => n > 0);
     assert.equal(pids.length, 2);
+    // An operator disables the bootstrap client (a leaked secret, say) while the server runs.
+    execFileSync(process.execPath, ['src/cli/main.ts', 'clients', 'disable', 'boot'], {
+      env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'silent' },
+    });
     process.kill(pids[0] as number, 'SIGKILL');
-    for (let i = 0; i < 100 && !/starting another in 0 s/.test(s.output()); i++) {
+    for (let i = 0; i < 300 && !/listening in place of one that exited/.test(s.output()); i++) {
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.match(s.output(), /exited with null; starting another in 0 s/);
+    assert.match(s.output(), /listening in place of one that exited/);
     assert.equal((await waitFor(`http://127.0.0.1:${port}/ready`, s)).status, 200);
+    // The replacement did not save BOOTSTRAP_CLIENT again, which would have enabled it: either worker refuses it.
+    for (let i = 0; i < 4; i++) {
+      const token = await fetch(`http://127.0.0.1:${port}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from('boot:boot-secret-1').toString('base64')}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ grant_type: 'client_credentials' }),
+      });
+      assert.equal(token.status, 401, await token.text());
+    }
     s.child.kill('SIGTERM');
     assert.equal(await s.exited, 0);
   });

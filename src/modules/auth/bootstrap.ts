@@ -20,9 +20,15 @@ export function devClientFile(databaseUrl: string): string | undefined {
  * empty embedded database creates a first-party development client, prints its credentials once and writes them to
  * dev-client.json (mode 0600) next to the database.
  */
-export async function startAuth(ctx: Context, log: FastifyBaseLogger): Promise<void> {
+export async function startAuth(
+  ctx: Context,
+  log: FastifyBaseLogger,
+  start: { replacement: boolean },
+): Promise<void> {
   const boot = ctx.config.BOOTSTRAP_CLIENT;
   if (boot) {
+    // Saving re-enables the client: a worker replacing a crashed one would undo an operator's disable unasked.
+    if (start.replacement) return;
     await saveClient(ctx.db, {
       id: boot.id,
       secret: boot.secret,
