@@ -180,7 +180,8 @@ export const variables = {
   },
   TOKEN_REQUESTS_PER_MINUTE: {
     default: '60',
-    description: 'Requests to POST /oauth/token per minute per client address (bounds guest-token farming).',
+    description:
+      'Requests to POST /oauth/token and /oauth/revoke together per minute per client address (bounds guest-token farming and client-secret guessing).',
     parse: int(1, 1_000_000),
   },
   REGISTRATIONS_PER_MINUTE: {

@@ -105,6 +105,31 @@ for (const dialect of testDialects()) {
       assert.equal(ok + limited, tokens.length * LIMIT);
     });
 
+    it('revocations share the token endpoint budget: client secrets are guessed no faster there', async () => {
+      const remoteAddress = '203.0.113.41';
+      const revoke = (secret: string) =>
+        t.inject({
+          method: 'POST',
+          url: '/oauth/revoke',
+          remoteAddress,
+          payload: { token: 'no-such-token', client_id: t.client.id, client_secret: secret },
+        });
+      const codes: number[] = [];
+      for (let i = 0; i < TOKEN_REQUESTS - 1; i++) codes.push((await revoke(`guess-${i}`)).statusCode);
+      const token = await t.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        remoteAddress,
+        payload: { grant_type: 'client_credentials', client_id: t.client.id, client_secret: t.client.secret },
+      });
+      codes.push(token.statusCode);
+      // The right secret too, once the budget is spent: a guess's answer would tell it from a wrong one.
+      const refused = await revoke(t.client.secret);
+      codes.push(refused.statusCode);
+      assert.deepEqual(codes, [...Array(TOKEN_REQUESTS - 1).fill(401), 200, 429]);
+      assert.equal(body(refused).error, 'rate_limited', refused.body);
+    });
+
     it('registrations share a per-address budget of their own; nothing is stored past it', async () => {
       // Each registration hashes a password on the threads logins wait for; a flood of them made logins wait.
       const register = (name: string, remoteAddress: string) =>

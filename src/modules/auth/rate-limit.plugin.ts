@@ -11,6 +11,8 @@ const EXEMPT = /^\/(health|ready|metrics|openapi\.json|docs)(\/|$)/;
 
 /** The token endpoint, limited per address on its own budget. */
 const TOKEN_ENDPOINT = '/oauth/token';
+/** The revocation endpoint, which checks a client's secret as the token endpoint does, and shares its budget. */
+const REVOCATION = '/oauth/revoke';
 /** Registration, limited per address on its own budget: each one hashes a password. */
 const REGISTRATION = '/users';
 /** The profile update, whose password changes are limited per user and per address: each one hashes too. */
@@ -51,7 +53,8 @@ const reported = new WeakMap<FastifyRequest, number>();
  * - per client address: 2 x RATE_LIMIT_PER_MINUTE requests per minute on every route, before anything else (so a
  *   flood of made-up tokens costs no database lookups and cannot exceed it);
  * - per token: RATE_LIMIT_PER_MINUTE per valid token (per address on routes without a token), after the token check;
- * - POST /oauth/token: TOKEN_REQUESTS_PER_MINUTE per address, so guest tokens cannot be farmed for fresh budgets;
+ * - POST /oauth/token and /oauth/revoke together: TOKEN_REQUESTS_PER_MINUTE per address, so guest tokens cannot be
+ *   farmed for fresh budgets, nor client secrets guessed on revocations at the address budget's pace;
  * - POST /users: REGISTRATIONS_PER_MINUTE per address, so sign-ups cannot fill the password hashing queue that
  *   logins wait in;
  * - POST /users/{uuid}/update with a password: PASSWORD_CHANGES_PER_MINUTE per user and per address, for the same
@@ -127,7 +130,10 @@ async function rateLimitPlugin(
   }
   const addressHook = enforce(byAddress, 'from one client address');
   const tokenHook = enforce(byToken, 'per token');
-  const tokenEndpointHook = enforce(tokenEndpoint, 'to POST /oauth/token from one client address');
+  const tokenEndpointHook = enforce(
+    tokenEndpoint,
+    'to POST /oauth/token and /oauth/revoke from one client address',
+  );
   const registrationHook = enforce(registration, 'to POST /users from one client address');
   const passwordAddressHook = enforce(passwordsByAddress, 'to change a password from one client address');
   const passwordUserHook = enforce(passwordsByUser, 'to change one user’s password');
@@ -141,6 +147,7 @@ async function rateLimitPlugin(
   // POST routes with a per-address budget of their own, counted after the address budget.
   const ownBudgets = new Map([
     [TOKEN_ENDPOINT, tokenEndpointHook],
+    [REVOCATION, tokenEndpointHook],
     [REGISTRATION, registrationHook],
   ]);
 
