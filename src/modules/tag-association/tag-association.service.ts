@@ -302,6 +302,30 @@ export function checkAssociationWriteEnabled(ctx: Context, write: AssociationWri
 }
 
 /**
+ * The association a delete or update acts on, or 404 when it is gone or its target is hidden from `seenBy`
+ * (undefined: an admin, who moderates any). The owner check read the target's audience unlocked, before the
+ * transaction: the target is key-shared first (PostgreSQL), which waits for an edit of it committing meanwhile, and
+ * the association read after that wait, so an edit that hid the target answers 404, as after it. Target first is
+ * the order a post's deletion takes (the post, a reaction's author for the karma, then the association): locking
+ * the association first made a deadlock with it. `lock` also locks the association, for update.
+ */
+async function findAssociationToWrite(
+  ctx: Context,
+  trx: Db,
+  uuid: string,
+  seenBy: string | undefined,
+  lock: boolean,
+): Promise<TagAssociationRow> {
+  const found = await findAssociationByUuid(trx, uuid.toLowerCase());
+  if (!found) throw objectNotFound('tag association');
+  if (locksRows(ctx))
+    await findTarget(trx, found.target_type as TargetKind, found.target_uuid, undefined, true);
+  const row = await findAssociationByUuid(trx, found.uuid, seenBy, lock && locksRows(ctx));
+  if (!row) throw objectNotFound('tag association');
+  return row;
+}
+
+/**
  * Deletes an association (tag-associations.delete; the creator-or-admin check ran before) whose target `seenBy` may
  * still see (undefined: an admin, who moderates any).
  */
@@ -311,10 +335,7 @@ export async function deleteAssociation(
   seenBy: string | undefined,
 ): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    // Locked (PostgreSQL): the owner check read it unlocked, so an edit hiding its target that committed meanwhile
-    // (whose triggers rewrite the association's audience) is waited for and checked again: 404, as after the edit.
-    const row = await findAssociationByUuid(trx, uuid.toLowerCase(), seenBy, locksRows(ctx));
-    if (!row) throw objectNotFound('tag association');
+    const row = await findAssociationToWrite(ctx, trx, uuid, seenBy, false);
     const tag = await findTagByUuid(trx, row.tag_uuid);
     if (tag && isReaction(tag.tag_type, row.target_type)) {
       await emitReactionDeleted(ctx, trx, { ...row, target_type: row.target_type }, tag.name_key);
@@ -360,10 +381,8 @@ async function applyAssociationUpdate(
   seenBy: string | undefined,
 ): Promise<ApiTagAssociation> {
   // Locked (PostgreSQL): two updates at once both read the old tag, and each moved its count (a count off by one on
-  // each side); locked, the second reads the first's outcome. An edit hiding the target from the caller that
-  // committed meanwhile is waited for too, and the audience it wrote checked: 404, as after the edit.
-  const row = await findAssociationByUuid(trx, uuid.toLowerCase(), seenBy, locksRows(ctx));
-  if (!row) throw objectNotFound('tag association');
+  // each side); locked, the second reads the first's outcome.
+  const row = await findAssociationToWrite(ctx, trx, uuid, seenBy, true);
   const oldTag = await findTagByUuid(trx, row.tag_uuid);
   const newTag = input.tag_uuid !== undefined ? await visibleTag(trx, input.tag_uuid, caller) : oldTag;
   const tagUuid = newTag?.uuid ?? row.tag_uuid;
