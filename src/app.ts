@@ -43,7 +43,7 @@ export interface BuildOptions {
   skipMigrations?: boolean;
   /** Pino options or false; defaults to JSON logs at LOG_LEVEL. */
   logger?: boolean | object;
-  /** A worker forked in place of one that exited: the modules' one-time starts (the bootstrap client) are skipped. */
+  /** A worker forked in place of one that exited, told to the modules' starts: the bootstrap client is not saved again. */
   replacement?: boolean;
 }
 

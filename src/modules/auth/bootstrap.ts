@@ -18,7 +18,8 @@ export function devClientFile(databaseUrl: string): string | undefined {
 /**
  * At start: BOOTSTRAP_CLIENT=id:secret creates or updates that first-party client. Without it, the first start of an
  * empty embedded database creates a first-party development client, prints its credentials once and writes them to
- * dev-client.json (mode 0600) next to the database.
+ * dev-client.json (mode 0600) next to the database. A worker replacing a crashed one (`start.replacement`) does
+ * neither: the first workers did, and saving again would re-enable a client disabled since.
  */
 export async function startAuth(
   ctx: Context,

@@ -359,7 +359,7 @@ const HOUR_MS = 3_600_000;
 
 /**
  * Hashtags ranked by the distinct users who used them on public posts and comments in the last `window` clock
- * hours (the current, partial hour included), then by uses, then by name; with uses per hour, oldest first.
+ * hours (the current, partial hour included), then by uses, then by normalized key; with uses per hour, oldest first.
  */
 export async function trendingHashtags(
   ctx: Context,
