@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { charsetRefusal, utf8Text } from './body-text.ts';
-import { malformedEncoding, malformedParameterOf, parseNested } from './query-string.ts';
+import { parseNested, refusalOf } from './query-string.ts';
 
 /**
  * Parses `application/x-www-form-urlencoded` bodies with nested keys (as query strings), refusing a charset other
@@ -24,9 +24,9 @@ export function installFormBodyParser(app: FastifyInstance): void {
         done(err as Error);
         return;
       }
-      const parameter = malformedParameterOf(parsed);
-      if (parameter === undefined) done(null, parsed);
-      else done(malformedEncoding(parameter, 'form body'));
+      const refusal = refusalOf(parsed, 'form body');
+      if (refusal === undefined) done(null, parsed);
+      else done(refusal);
     },
   );
 }

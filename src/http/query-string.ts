@@ -9,6 +9,15 @@ import { DROPPED_KEYS, prototypeKeysIn } from './text-input.ts';
  */
 export const MALFORMED_PARAMETER = Symbol('parameter with malformed percent-encoding');
 
+/**
+ * Set by parseNested on what it returns (an empty object then) when the text holds more parameters than qs reads
+ * (PARAMETER_LIMIT): qs would drop the rest silently, a filter or a password change among them.
+ */
+export const TOO_MANY_PARAMETERS = Symbol('more parameters than are read');
+
+/** Parameters of a query string or form body, counting the empty pieces between `&`s as qs does. */
+export const PARAMETER_LIMIT = 300;
+
 /** Thrown by strictDecode out of qs.parse, caught by parseNested. */
 class MalformedEscape extends Error {
   readonly parameter: string;
@@ -43,7 +52,7 @@ function strictDecode(text: string, _default: unknown, _charset: unknown, type: 
 const QS_OPTIONS: qs.IParseOptions = {
   depth: 3,
   arrayLimit: 100,
-  parameterLimit: 300,
+  parameterLimit: PARAMETER_LIMIT,
   allowPrototypes: false,
   duplicates: 'combine',
   decoder: strictDecode as qs.IParseOptions['decoder'],
@@ -66,17 +75,45 @@ export function malformedParameterOf(parsed: unknown): string | undefined {
   return (parsed as { [MALFORMED_PARAMETER]?: string })[MALFORMED_PARAMETER];
 }
 
+/** The 400 for what parseNested marked refused (a malformed escape, too many parameters), if anything. */
+export function refusalOf(parsed: unknown, where: 'query string' | 'form body'): ApiError | undefined {
+  const parameter = malformedParameterOf(parsed);
+  if (parameter !== undefined) return malformedEncoding(parameter, where);
+  if (typeof parsed !== 'object' || parsed === null || !(TOO_MANY_PARAMETERS in parsed)) return undefined;
+  const message = `holds more than ${PARAMETER_LIMIT} parameters (empty ones between "&"s count)`;
+  return new ApiError('invalid_request', `The ${where} ${message}; send fewer.`, [{ field: where, message }]);
+}
+
+/** Whether qs, reading at most PARAMETER_LIMIT pieces between `&`s, would drop a parameter of `text`. */
+function dropsParameters(text: string): boolean {
+  if (text.length < PARAMETER_LIMIT) return false;
+  let at = -1;
+  for (let pieces = 1; pieces <= PARAMETER_LIMIT; pieces++) {
+    at = text.indexOf('&', at + 1);
+    if (at === -1) return false;
+  }
+  // What follows the last piece read: only more empty pieces lose nothing.
+  for (let i = at + 1; i < text.length; i++) if (text[i] !== '&') return true;
+  return false;
+}
+
+/** An empty parse marked with `mark` (and `value`), which the query string hook and the form parser refuse. */
+function refusedParse(mark: symbol, value: unknown): Record<string, unknown> {
+  const refused: Record<string, unknown> = {};
+  Object.defineProperty(refused, mark, { value, enumerable: false });
+  return refused;
+}
+
 /** Parses a query string or form body with nested keys (`filterby[p][op]=v`), bounded in depth and size. */
 export function parseNested(text: string): Record<string, unknown> {
+  // Not thrown on: the router calls the query string parser before any hook could answer for it.
+  if (dropsParameters(text)) return refusedParse(TOO_MANY_PARAMETERS, true);
   let parsed: Record<string, unknown>;
   try {
     parsed = qs.parse(text, QS_OPTIONS) as Record<string, unknown>;
   } catch (err) {
     if (!(err instanceof MalformedEscape)) throw err;
-    // Not thrown on: the router calls the query string parser before any hook could answer for it.
-    const refused: Record<string, unknown> = {};
-    Object.defineProperty(refused, MALFORMED_PARAMETER, { value: err.parameter, enumerable: false });
-    return refused;
+    return refusedParse(MALFORMED_PARAMETER, err.parameter);
   }
   // qs drops prototype-member names silently; they are remembered so the request is refused (DROPPED_KEYS).
   const dropped = prototypeKeysIn(text);
@@ -105,9 +142,9 @@ export function parseQueryString(text: string): Record<string, unknown> {
     return copyParsed(known) as Record<string, unknown>;
   }
   const parsed = parseNested(text);
-  // A request with dropped names or a malformed escape is refused: nothing worth remembering, and the mark would
-  // need copying.
-  if (DROPPED_KEYS in parsed || MALFORMED_PARAMETER in parsed) return parsed;
+  // A request with dropped names, a malformed escape or too many parameters is refused: nothing worth remembering,
+  // and the mark would need copying. (Such a text is over REMEMBERED_LENGTH_MAX anyway.)
+  if (DROPPED_KEYS in parsed || MALFORMED_PARAMETER in parsed || TOO_MANY_PARAMETERS in parsed) return parsed;
   if (remembered.size >= REMEMBERED_QUERIES) remembered.delete(remembered.keys().next().value as string);
   remembered.set(text, parsed);
   return copyParsed(parsed) as Record<string, unknown>;
@@ -125,13 +162,13 @@ function copyParsed(value: unknown): unknown {
 
 /**
  * preValidation hook: a query string with a malformed percent escape (MALFORMED_PARAMETER) is a 400 naming the
- * parameter, before the validator judges the empty query parseNested left in its place.
+ * parameter, and one with too many parameters a 400 too, before the validator judges the empty query parseNested
+ * left in its place.
  */
 export function rejectMalformedQuery(
   request: FastifyRequest,
   _reply: FastifyReply,
   done: (err?: Error) => void,
 ): void {
-  const parameter = malformedParameterOf(request.query);
-  done(parameter === undefined ? undefined : malformedEncoding(parameter, 'query string'));
+  done(refusalOf(request.query, 'query string'));
 }

@@ -65,6 +65,31 @@ for (const dialect of testDialects()) {
       assert.equal(body(ok).data.body, 'café 100% sure');
     });
 
+    it('refuses a query string or form body with more than 300 parameters instead of dropping the rest', async () => {
+      // The parser reads 300 pieces between "&"s, empty ones included: what came after was dropped, unsaid.
+      const filler = '&'.repeat(300);
+      for (const url of [
+        `/tags?limit=5${filler}filterby[tag_type]=hashtag`,
+        `/tags?${'limit=5&'.repeat(301)}`,
+      ]) {
+        // Twice: a refused query string must not be remembered as parsed.
+        for (let i = 0; i < 2; i++) {
+          const res = await t.inject({ method: 'GET', url, token: t.guest });
+          assert.equal(res.statusCode, 400, res.body);
+          assert.equal(body(res).error.code, 'invalid_request');
+          assert.match(body(res).error.message, /more than 300 parameters/);
+        }
+      }
+      // Nothing but more empty pieces past the 300th: nothing is lost, nothing refused.
+      const trailing = await t.inject({ method: 'GET', url: `/tags?limit=5${filler}&`, token: t.guest });
+      assert.equal(trailing.statusCode, 200, trailing.body);
+      const before = await posts();
+      const res = await post(`body=hello${filler}visibility=private`, { 'content-type': FORM });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(body(res).error.details[0].field, 'form body');
+      assert.equal(await posts(), before, 'nothing stored: the post would have been public');
+    });
+
     it('refuses a form body labelled with a charset other than UTF-8 with 415, storing nothing', async () => {
       const before = await posts();
       for (const charset of ['iso-8859-1', 'windows-1252', '"utf-16"']) {
