@@ -267,6 +267,27 @@ for (const dialect of testDialects()) {
         assert.equal(res.statusCode, 400, `${json.slice(0, 10)}: ${res.body}`);
         assert.equal(body(res).error.code, 'invalid_request');
       }
+      // A text part whose bytes are not UTF-8 (Latin-1 "café"): the parser would store U+FFFD in place of the é.
+      const notUtf8 = await (() => {
+        const f = form({}, [{ field: 'file', filename: 'dot.png', type: 'image/png', data: png }]);
+        const boundary = /boundary=(.*)$/.exec(f.headers['content-type'])?.[1] as string;
+        const head = `--${boundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\n`;
+        const part = Buffer.concat([
+          Buffer.from(head),
+          Buffer.from([0x63, 0x61, 0x66, 0xe9]),
+          Buffer.from('\r\n'),
+        ]);
+        return t.inject({
+          method: 'POST',
+          url: '/media',
+          token: owner.token,
+          payload: Buffer.concat([part, f.payload]),
+          headers: f.headers,
+        });
+      })();
+      assert.equal(notUtf8.statusCode, 400, notUtf8.body);
+      assert.equal(body(notUtf8).error.details[0].field, 'title');
+      assert.match(body(notUtf8).error.details[0].message, /UTF-8/);
       // The file sent as a text field (curl -F file=photo.png, without the @) is a malformed form, not a 415.
       const textFile = form({ file: 'photo.png' }, []);
       const asText = await t.inject({

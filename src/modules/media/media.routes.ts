@@ -124,6 +124,13 @@ export default async function mediaRoutes(app: FastifyInstance, opts: { ctx: Con
         // into text (null stored as ""): form fields are text, so anything else is refused.
         for (const [field, value] of Object.entries((request.body ?? {}) as Record<string, unknown>)) {
           if (typeof value !== 'string') throw invalidField(field.slice(0, 60), 'must be plain text');
+          // The form parser decodes bytes that are not UTF-8 into U+FFFD, where a JSON or form body is refused.
+          if (value.includes('\uFFFD')) {
+            throw invalidField(
+              field.slice(0, 60),
+              'is not valid UTF-8 text (or holds U+FFFD, the replacement character); send the text as UTF-8',
+            );
+          }
         }
       },
       schema: {
