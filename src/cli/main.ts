@@ -7,12 +7,20 @@ import { modules } from '../modules/index.ts';
 import type { Command } from './command.ts';
 import { checkCommand } from './commands/check.command.ts';
 import { clientsCommand } from './commands/clients.command.ts';
+import { mediaCommand } from './commands/media.command.ts';
 import { migrateCommand } from './commands/migrate.command.ts';
 import { searchCommand } from './commands/search.command.ts';
 import { usersCommand } from './commands/users.command.ts';
 
 /** Every CLI command; each module adds its own line. */
-const commands: Command[] = [migrateCommand, checkCommand, clientsCommand, usersCommand, searchCommand];
+const commands: Command[] = [
+  migrateCommand,
+  checkCommand,
+  clientsCommand,
+  usersCommand,
+  searchCommand,
+  mediaCommand,
+];
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;

@@ -38,6 +38,7 @@ import { searchNotMessagesIndexMigration } from './migrations/0034-search-not-me
 import { searchMediaGinMigration } from './migrations/0035-search-media-gin.ts';
 import { associationUpdatedIndexMigration } from './migrations/0036-association-updated-index.ts';
 import { tokenClientIndexMigration } from './migrations/0037-token-client-index.ts';
+import { mediaStorageKeyIndexMigration } from './migrations/0038-media-storage-key-index.ts';
 
 /** The ordered list of migrations for an engine. */
 export function migrationsFor(dialect: Dialect): Record<string, Migration> {
@@ -79,6 +80,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0035-search-media-gin': searchMediaGinMigration(dialect),
     '0036-association-updated-index': associationUpdatedIndexMigration(dialect),
     '0037-token-client-index': tokenClientIndexMigration(),
+    '0038-media-storage-key-index': mediaStorageKeyIndexMigration(),
   };
 }
 

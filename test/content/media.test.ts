@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -9,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { crc32, deflateSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { buildApp } from '../../src/app.ts';
+import { mediaCommand } from '../../src/cli/commands/media.command.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import {
   body,
@@ -438,6 +448,47 @@ for (const dialect of testDialects()) {
       assert.equal(res.statusCode, 500);
       assert.equal(await mediaRows(), rows);
       assert.equal(filesOnDisk().length, files);
+    });
+
+    it('`media sweep` removes old files without a record and cut-off uploads, and nothing else', async () => {
+      const made = await upload(owner.token, { title: 'kept' });
+      assert.equal(made.statusCode, 201, made.body);
+      const kept = body(made).data.uuid as string;
+      const [row] = await t.ctx.db
+        .selectFrom('media')
+        .select('storage_key')
+        .where('uuid', '=', kept)
+        .execute();
+      const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+      const hex = () => randomBytes(16).toString('hex');
+      const orphan = hex();
+      const youngOrphan = hex();
+      const cutOff = `.upload-${hex()}.tmp`;
+      writeFileSync(join(mediaDir, orphan), 'left behind by a deletion');
+      writeFileSync(join(mediaDir, youngOrphan), 'perhaps an upload whose record is on its way');
+      writeFileSync(join(mediaDir, cutOff), 'an upload cut off by a crash');
+      writeFileSync(join(mediaDir, 'notes.txt'), 'not ours to remove');
+      for (const name of [row?.storage_key as string, orphan, cutOff, 'notes.txt']) {
+        utimesSync(join(mediaDir, name), twoHoursAgo, twoHoursAgo);
+      }
+      const printed: string[] = [];
+      const original = console.log;
+      console.log = (...args: unknown[]) => printed.push(args.join(' '));
+      try {
+        assert.equal(await mediaCommand.run(t.ctx, ['sweep']), 0);
+      } finally {
+        console.log = original;
+      }
+      assert.match(printed.join('\n'), /media swept: 1 files without a record, 1 cut-off uploads, 53 bytes/);
+      const left = filesOnDisk();
+      for (const name of [orphan, cutOff]) assert.ok(!left.includes(name), `${name} removed`);
+      for (const name of [row?.storage_key as string, youngOrphan, 'notes.txt']) {
+        assert.ok(left.includes(name), `${name} kept`);
+      }
+      const served = await t.inject({ method: 'GET', url: `/media/${kept}/file`, token: owner.token });
+      assert.equal(served.statusCode, 200, 'the recorded file is still served');
+      assert.equal(await mediaCommand.run(t.ctx, ['sweep', '--older-than', '0']), 2);
+      assert.equal(await mediaCommand.run(t.ctx, ['tidy']), 2);
     });
   });
 }

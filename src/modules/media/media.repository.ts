@@ -51,6 +51,13 @@ export async function findExistingMediaUuids(db: Db, uuids: string[]): Promise<s
   return rows.map((r) => r.uuid);
 }
 
+/** Which of `keys` are the storage keys of media records. */
+export async function findExistingStorageKeys(db: Db, keys: string[]): Promise<string[]> {
+  if (keys.length === 0) return [];
+  const rows = await db.selectFrom('media').select('storage_key').where('storage_key', 'in', keys).execute();
+  return rows.map((r) => r.storage_key);
+}
+
 /** The bytes of every media file a user has stored. */
 export async function sumMediaSizeOfUser(db: Db, userUuid: string): Promise<number> {
   const row = await db

@@ -33,7 +33,8 @@ export function isAllowedContentType(mime: string): boolean {
   return /^(image|video|audio)\//.test(mime) || mime === 'application/pdf';
 }
 
-function mediaDir(ctx: Context): string {
+/** The folder media files are stored in, absolute. */
+export function mediaDir(ctx: Context): string {
   return resolve(ctx.config.MEDIA_DIR);
 }
 
@@ -384,13 +385,16 @@ export async function deleteMedia(ctx: Context, uuid: string): Promise<void> {
     await deleteMediaInTrx(ctx, trx, found);
     return found;
   });
-  await rm(storagePath(ctx, row.storage_key), { force: true });
+  // The record is gone for good: a file that cannot be removed now (a read-only disk) is left to `media sweep`,
+  // rather than answer 500 for a deletion that happened.
+  await rm(storagePath(ctx, row.storage_key), { force: true }).catch(() => undefined);
 }
 
 /**
  * Removes the files of media rows deleted inside a transaction this module does not commit (userDeleted): once a
  * row is gone for good the file goes; while it is still visible (uncommitted) it is checked again; a row still
- * there after a minute means the transaction rolled back, and its file stays.
+ * there after a minute means the transaction rolled back, and its file stays. A file this misses (the deletion
+ * committing after that minute, the process stopping meanwhile) is left to `media sweep` (media-sweep.service.ts).
  */
 function removeFilesAfterCommit(ctx: Context, rows: { uuid: string; storage_key: string }[]): void {
   let pending = rows;
@@ -408,7 +412,7 @@ function removeFilesAfterCommit(ctx: Context, rows: { uuid: string; storage_key:
         if (!still.has(r.uuid)) await rm(storagePath(ctx, r.storage_key), { force: true });
       pending = pending.filter((r) => still.has(r.uuid));
     } catch {
-      return; // the database is closed (shutdown): leave the files for a later sweep
+      return; // the database is closed (shutdown): the files are left to `media sweep`
     }
     if (pending.length > 0 && attempts < 60) setTimeout(check, 1000).unref();
   };
