@@ -143,7 +143,7 @@ export function parseQueryString(text: string): Record<string, unknown> {
   }
   const parsed = parseNested(text);
   // A request with dropped names, a malformed escape or too many parameters is refused: nothing worth remembering,
-  // and the mark would need copying. (Such a text is over REMEMBERED_LENGTH_MAX anyway.)
+  // and the mark would need copying.
   if (DROPPED_KEYS in parsed || MALFORMED_PARAMETER in parsed || TOO_MANY_PARAMETERS in parsed) return parsed;
   if (remembered.size >= REMEMBERED_QUERIES) remembered.delete(remembered.keys().next().value as string);
   remembered.set(text, parsed);

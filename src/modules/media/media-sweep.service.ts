@@ -4,7 +4,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Context } from '../../context.ts';
-import { findExistingStorageKeys } from './media.repository.ts';
+import { findExistingStorageKeys, hasAnyMedia } from './media.repository.ts';
 import { mediaDir } from './media.service.ts';
 
 /** A stored file's name: its record's storage key (randomBytes(16), hex). */
@@ -47,6 +47,13 @@ export async function sweepMediaFiles(ctx: Context, olderThanMs: number): Promis
     result.bytes += size;
   };
   const stored = entries.filter((e) => e.isFile() && STORED_FILE.test(e.name)).map((e) => e.name);
+  // Stored files and no record at all: most likely another database than the API's (DATABASE_URL unset falls back
+  // to a fresh embedded one), where every file would look orphaned. Nothing is removed then.
+  if (stored.length > 0 && !(await hasAnyMedia(ctx.db))) {
+    throw new Error(
+      `MEDIA_DIR holds ${stored.length} stored files but this database has no media record: is DATABASE_URL the API's? Nothing was removed.`,
+    );
+  }
   for (let i = 0; i < stored.length; i += BATCH) {
     const batch = stored.slice(i, i + BATCH);
     const named = new Set(await findExistingStorageKeys(ctx.db, batch));

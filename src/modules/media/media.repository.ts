@@ -51,6 +51,11 @@ export async function findExistingMediaUuids(db: Db, uuids: string[]): Promise<s
   return rows.map((r) => r.uuid);
 }
 
+/** Whether any media record exists. */
+export async function hasAnyMedia(db: Db): Promise<boolean> {
+  return (await db.selectFrom('media').select('uuid').limit(1).execute()).length > 0;
+}
+
 /** Which of `keys` are the storage keys of media records. */
 export async function findExistingStorageKeys(db: Db, keys: string[]): Promise<string[]> {
   if (keys.length === 0) return [];
