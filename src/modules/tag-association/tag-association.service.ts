@@ -316,11 +316,14 @@ async function findAssociationToWrite(
   seenBy: string | undefined,
   lock: boolean,
 ): Promise<TagAssociationRow> {
-  const found = await findAssociationByUuid(trx, uuid.toLowerCase());
-  if (!found) throw objectNotFound('tag association');
-  if (locksRows(ctx))
+  const id = uuid.toLowerCase();
+  // SQLite takes no row locks: its one writer at a time needs only the filtered read.
+  if (locksRows(ctx)) {
+    const found = await findAssociationByUuid(trx, id);
+    if (!found) throw objectNotFound('tag association');
     await findTarget(trx, found.target_type as TargetKind, found.target_uuid, undefined, true);
-  const row = await findAssociationByUuid(trx, found.uuid, seenBy, lock && locksRows(ctx));
+  }
+  const row = await findAssociationByUuid(trx, id, seenBy, lock && locksRows(ctx));
   if (!row) throw objectNotFound('tag association');
   return row;
 }
